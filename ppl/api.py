@@ -1,0 +1,59 @@
+"""The Python API: `load` and `compile` give a `Model`; the CLI calls the same functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ppl.diagnostics import ModelError
+from ppl.lang import CheckedModel, check, parse
+
+
+class Model:
+    """A checked model. Cheap to make; `with_constants` re-checks with overrides (`--set`)."""
+
+    def __init__(self, text: str, name: str = "<string>", constants: dict | None = None):
+        self.text = text
+        self.name = name
+        self.checked: CheckedModel = check(parse(text, name), constants)
+
+    def with_constants(self, **constants) -> "Model":
+        """A copy of this model with constants overridden, checked again."""
+        return Model(self.text, self.name, {**self.checked.overrides, **constants})
+
+    def bind(self, data, source: str | None = None):
+        """Data (CSV path, DataFrame or dict of arrays) → a checked `Dataset`."""
+        from ppl.data import bind
+        return bind(self.checked, data, source)
+
+    def graph(self, dataset=None):
+        """The factor graph as a NetworkX DiGraph (shapes concrete when a dataset is given)."""
+        from ppl.graph import build
+        return build(self.checked, dataset)
+
+    def analyze(self, dataset=None, methods: dict | None = None):
+        """The rule, with its reason, for every (factor, latent variable) edge."""
+        from ppl.graph import analyze
+        return analyze(self.checked, dataset, methods)
+
+    def check_report(self, data=None, methods: dict | None = None) -> dict:
+        """The `ppl check --format json` document."""
+        dataset = self.bind(data) if data is not None else None
+        return self.analyze(dataset, methods).to_json(self.checked, self.graph(dataset))
+
+    def __repr__(self) -> str:
+        return f"Model({self.name!r}, factors={[f.name for f in self.checked.factors]})"
+
+
+def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model:  # noqa: A001
+    """Check model text and return a `Model`."""
+    return Model(text, name, set)
+
+
+def load(path, set: dict | None = None) -> Model:  # noqa: A002
+    """Read and check a `.vim` file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError("E001", f"cannot read model file {path}: {exc.strerror or exc}") from None
+    return Model(text, str(path), set)

@@ -1,0 +1,5 @@
+"""Data binding: CSV paths, DataFrames or dicts of arrays → checked numpy arrays for a model."""
+
+from ppl.data.binding import Dataset, bind, read_table
+
+__all__ = ["Dataset", "bind", "read_table"]

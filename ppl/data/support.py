@@ -1,0 +1,89 @@
+"""Observed values must lie in the support of the distribution that draws them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppl.diagnostics import DataError
+from ppl.lang import ast
+from ppl.lang.distributions import SUPPORTS
+
+# support -> test that is True where a value is allowed
+_TESTS = {
+    "binary": lambda v: np.isin(v, (0, 1)),
+    "count": lambda v: (v >= 0) & (v == np.round(v)),
+    "counts": lambda v: (v >= 0) & (v == np.round(v)),
+    "positive": lambda v: v > 0,
+    "open_unit": lambda v: (v > 0) & (v < 1),
+    "unit": lambda v: (v >= 0) & (v <= 1),
+}
+
+
+def check_support(model, dataset) -> None:
+    """Raise a `DataError` naming the first observed value outside its distribution's support."""
+    for factor in model.factors:
+        name = factor.target.name
+        if name not in dataset.arrays:
+            continue
+        values = dataset.arrays[name]
+        observed = dataset.masks.get(name, np.ones(values.shape, dtype=bool))
+        support = factor.dist.value
+        if support == "category":
+            _check_categories(factor, values, observed, dataset)
+            continue
+        test = _TESTS.get(support)
+        if test is None:
+            continue
+        bad = ~test(values) & observed
+        if support == "count" and "trials" in factor.args:
+            bad |= _above_trials(factor.args["trials"], values, dataset) & observed
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            decl = model.data[name]
+            column = _column_name(decl, where)
+            raise DataError("E420", f"{values[tuple(where)]} is outside the support of "
+                            f"{factor.dist.name}: `{name}` must be {SUPPORTS[support]}",
+                            column=column, row=int(where[0]) + 1, source=dataset.source)
+
+
+def _check_categories(factor, values, observed, dataset) -> None:
+    """A category drawn from `Categorical(probs)` with a known number of probabilities."""
+    probs = factor.args["probs"]
+    count = _known_length(probs, dataset)
+    if count is None:
+        return
+    bad = (values >= count) & observed
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0])
+        name = factor.target.name
+        raise DataError("E421", f"category {values[row] + 1} of `{name}` is out of range "
+                        f"1..{count}", column=name, row=row + 1, source=dataset.source)
+
+
+def _known_length(expr, dataset):
+    if isinstance(expr, ast.Call) and expr.func in ("ones", "zeros") and len(expr.args) == 1:
+        arg = expr.args[0]
+        if isinstance(arg, ast.Number):
+            return int(arg.value)
+        if isinstance(arg, ast.Name):
+            return dataset.sizes.get(arg.id)
+    if isinstance(expr, ast.Vector):
+        return len(expr.items)
+    return None
+
+
+def _above_trials(trials, values, dataset):
+    if isinstance(trials, ast.Number):
+        return values > trials.value
+    if isinstance(trials, ast.Name) and trials.id in dataset.arrays:
+        return values > dataset.arrays[trials.id]
+    return np.zeros(values.shape, dtype=bool)
+
+
+def _column_name(decl, where) -> str:
+    binding = decl.binding
+    if isinstance(binding, ast.Column):
+        return binding.name
+    if isinstance(binding, ast.ColumnList) and len(where) > 1:
+        return binding.columns[int(where[1])].name
+    return decl.name

@@ -1,0 +1,37 @@
+"""Stateless exponential families used by the VMP engine.
+
+Each family is a frozen dataclass whose methods map flat natural parameters
+λ (shape plates + (size,)) to mean parameters E[t(x)] (same layout, equal to
+∇A(λ)), log-partitions, densities, entropies, KLs, draws and summaries.
+See ``base.py`` for the shared conventions.
+"""
+
+from .base import ExponentialFamily
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .exponential import Exponential
+from .gamma import Gamma
+from .multinomial import Multinomial
+from .mvnormal import MvNormal
+from .normal import Normal
+from .poisson import Poisson
+from .wishart import Wishart
+
+__all__ = [
+    "ExponentialFamily",
+    "Bernoulli",
+    "Beta",
+    "Binomial",
+    "Categorical",
+    "Dirichlet",
+    "Exponential",
+    "Gamma",
+    "Multinomial",
+    "MvNormal",
+    "Normal",
+    "Poisson",
+    "Wishart",
+]

@@ -1,0 +1,253 @@
+"""Shared machinery for the stateless exponential-family classes.
+
+Every family writes its density as
+
+    log p(x | λ) = t(x) · λ − A(λ) + log h(x)
+
+with ``λ`` (natural parameters) and ``E[t(x)]`` (mean parameters) stored as
+one flat array of shape ``plates + (size,)`` each, laid out so that
+``∇A(λ) = E[t(x)]`` entry by entry.  Leading axes are plates and broadcast
+freely; the last axis is the flat parameter vector.
+
+The base class carries the formulas that are identical for every family
+(``log_density``, ``kl``, ``entropy``, ``quantiles``) plus small batched
+linear-algebra helpers.  Concrete families supply ``log_partition``,
+``to_mean``, ``to_natural``, ``stats``, ``log_base`` and the sampling and
+summary methods.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import ClassVar, Mapping
+
+import numpy as np
+import scipy.linalg
+
+__all__ = [
+    "ExponentialFamily",
+    "dot_last",
+    "symmetrize",
+    "cholesky",
+    "chol_logdet",
+    "chol_inverse",
+    "cho_solve",
+    "is_positive_definite",
+    "as_trials",
+    "leading",
+    "qs_column",
+]
+
+
+# ---------------------------------------------------------------- helpers ---
+
+
+def dot_last(t: np.ndarray, nat: np.ndarray) -> np.ndarray:
+    """Σ_i t_i λ_i over the last axis, with 0 · (±∞) taken as 0.
+
+    Zero-probability categories carry λ = −∞; a statistic that is exactly
+    zero must not turn that into NaN.
+    """
+    with np.errstate(invalid="ignore"):
+        prod = t * nat
+    return np.sum(np.where(t == 0, 0.0, prod), axis=-1)
+
+
+def symmetrize(m: np.ndarray) -> np.ndarray:
+    """(M + Mᵀ)/2 over the last two axes."""
+    return 0.5 * (m + np.swapaxes(m, -1, -2))
+
+
+def cholesky(m: np.ndarray) -> np.ndarray:
+    """Batched lower Cholesky factor (raises LinAlgError if not PD)."""
+    return np.linalg.cholesky(m)
+
+
+def chol_logdet(chol: np.ndarray) -> np.ndarray:
+    """log|M| from the Cholesky factor of M."""
+    return 2.0 * np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+
+
+def chol_inverse(m: np.ndarray) -> np.ndarray:
+    """Inverse of a batch of SPD matrices through their Cholesky factors.
+
+    M = L Lᵀ gives M⁻¹ = L⁻ᵀ L⁻¹ with L⁻¹ from a triangular solve; the result
+    is symmetrised to remove round-off asymmetry.
+    """
+    chol = np.linalg.cholesky(m)
+    eye = np.broadcast_to(np.eye(m.shape[-1]), chol.shape)
+    linv = scipy.linalg.solve_triangular(chol, eye, lower=True)
+    return symmetrize(np.swapaxes(linv, -1, -2) @ linv)
+
+
+def cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve (L Lᵀ) x = b for batches of lower factors L and vectors b."""
+    y = scipy.linalg.solve_triangular(chol, b[..., None], lower=True)
+    return scipy.linalg.solve_triangular(chol, y, lower=True, trans="T")[..., 0]
+
+
+def is_positive_definite(m: np.ndarray) -> np.ndarray:
+    """Boolean array (batch shape) telling which matrices are finite and PD.
+
+    One Cholesky over the whole stack is tried first; if any matrix fails,
+    the smallest eigenvalue of the symmetric part decides per matrix.
+    """
+    m = np.asarray(m, dtype=float)
+    finite = np.all(np.isfinite(m), axis=(-2, -1))
+    eye = np.eye(m.shape[-1])
+    safe = np.where(finite[..., None, None], symmetrize(m), eye)
+    try:
+        np.linalg.cholesky(safe)
+        return finite
+    except np.linalg.LinAlgError:
+        return finite
+
+
+def as_trials(trials, owner: str) -> np.ndarray:
+    """Validated read-only int64 array of non-negative trial counts."""
+    arr = np.asarray(trials)
+    if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{owner}: trials must be finite numbers, got {trials!r}")
+    if np.any(arr < 0) or np.any(arr != np.round(arr)):
+        raise ValueError(f"{owner}: trials must be non-negative integers, got {trials!r}")
+    arr = arr.astype(np.int64)
+    arr.setflags(write=False)
+    return arr
+
+
+def leading(n: int | None) -> tuple:
+    """Leading sample shape: () when ``n`` is None, else (n,)."""
+    return () if n is None else (int(n),)
+
+
+def qs_column(qs, ndim: int) -> np.ndarray:
+    """Quantile levels as shape (len(qs),) + (1,)*ndim for broadcasting."""
+    q = np.asarray(qs, dtype=float).reshape(-1)
+    return q.reshape((-1,) + (1,) * ndim)
+
+
+# ------------------------------------------------------------- base class ---
+
+
+@dataclass(frozen=True)
+class ExponentialFamily(abc.ABC):
+    """Base of all families: generic formulas shared by every member.
+
+    Class attributes (numpyro-style declarations, read by checkers/reports):
+
+    ``name``            family name used in messages.
+    ``support``         name of the support of x.
+    ``arg_constraints`` standard parameter name → constraint name.
+    """
+
+    name: ClassVar[str] = "ExponentialFamily"
+    support: ClassVar[str] = ""
+    arg_constraints: ClassVar[Mapping[str, str]] = MappingProxyType({})
+
+    # -- structure (overridden where the shape depends on attributes) ------
+    @property
+    def event_shape(self) -> tuple:
+        return ()
+
+    @property
+    @abc.abstractmethod
+    def size(self) -> int:
+        """Length of the flat natural / mean vector."""
+
+    def plates(self, nat: np.ndarray) -> tuple:
+        """Plate shape of a natural (or mean) parameter array."""
+        return np.shape(nat)[:-1]
+
+    # -- generic formulas ---------------------------------------------------
+    def log_density(self, x, nat) -> np.ndarray:
+        """log p(x | λ) = t(x)·λ − A(λ) + log h(x), shape = plates."""
+        nat = np.asarray(nat, dtype=float)
+        return dot_last(self.stats(x), nat) - self.log_partition(nat) + self.log_base(x)
+
+    def kl(self, nat_q, nat_p) -> np.ndarray:
+        """KL(q ‖ p) = A(λp) − A(λq) − (λp − λq)·μq, shape = plates."""
+        nat_q = np.asarray(nat_q, dtype=float)
+        nat_p = np.asarray(nat_p, dtype=float)
+        diff = dot_last(self.to_mean(nat_q), nat_p - nat_q)
+        return self.log_partition(nat_p) - self.log_partition(nat_q) - diff
+
+    def entropy(self, nat) -> np.ndarray:
+        """H[q] = A(λ) − λ·μ − E[log h(x)], shape = plates."""
+        nat = np.asarray(nat, dtype=float)
+        return (
+            self.log_partition(nat)
+            - dot_last(self.to_mean(nat), nat)
+            - self.expected_log_base(nat)
+        )
+
+    def expected_log_base(self, nat) -> np.ndarray:
+        """E[log h(x)]; families without a closed form refuse."""
+        raise NotImplementedError(
+            f"{self.name}: E[log h(x)] has no closed form, so entropy is not provided"
+        )
+
+    def quantiles(self, nat, qs) -> np.ndarray:
+        """Marginal quantiles, shape (len(qs),) + shape of ``mean(nat)``."""
+        dist = self._marginal(np.asarray(nat, dtype=float))
+        return dist.ppf(qs_column(qs, np.ndim(dist.mean())))
+
+    def _marginal(self, nat):
+        """Frozen scipy.stats distribution of the elementwise marginals."""
+        raise NotImplementedError(f"{self.name}: quantiles are not available")
+
+    def check_valid(self, nat) -> None:
+        """Raise ValueError naming the family and the first bad plate index."""
+        ok = np.asarray(self.valid(nat))
+        if not np.all(ok):
+            bad = tuple(int(i) for i in np.argwhere(~ok)[0]) if ok.ndim else ()
+            raise ValueError(
+                f"{self.name}: natural parameters out of the parameter space at "
+                f"plate index {bad} (constraints: {dict(self.arg_constraints)})"
+            )
+
+    # -- required of every family -------------------------------------------
+    @abc.abstractmethod
+    def natural(self, **params) -> np.ndarray:
+        """Flat natural parameters from standard parameters (broadcast over plates)."""
+
+    @abc.abstractmethod
+    def params(self, nat) -> dict:
+        """Standard parameters (dict) from flat natural parameters; inverse of ``natural``."""
+
+    @abc.abstractmethod
+    def log_partition(self, nat) -> np.ndarray:
+        """A(λ), shape = plates."""
+
+    @abc.abstractmethod
+    def to_mean(self, nat) -> np.ndarray:
+        """E[t(x)] = ∇A(λ) in the flat layout."""
+
+    @abc.abstractmethod
+    def to_natural(self, mean) -> np.ndarray:
+        """Inverse of ``to_mean``."""
+
+    @abc.abstractmethod
+    def stats(self, x) -> np.ndarray:
+        """t(x) for values of shape plates + event_shape → plates + (size,)."""
+
+    @abc.abstractmethod
+    def log_base(self, x) -> np.ndarray:
+        """log h(x), shape = plates of x."""
+
+    @abc.abstractmethod
+    def sample(self, nat, rng: np.random.Generator, n: int | None = None):
+        """Draws with shape leading(n) + plates + event_shape."""
+
+    @abc.abstractmethod
+    def mean(self, nat) -> np.ndarray:
+        """E[x], shape plates + event_shape."""
+
+    @abc.abstractmethod
+    def sd(self, nat) -> np.ndarray:
+        """Elementwise marginal standard deviation, shape of ``mean``."""
+
+    @abc.abstractmethod
+    def valid(self, nat) -> np.ndarray:
+        """Boolean array (plates) telling which λ lie in the parameter space."""

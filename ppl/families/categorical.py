@@ -1,0 +1,116 @@
+"""Categorical distribution over codes 0..K−1 (one-hot statistics).
+
+t(x) = one-hot(x), λ = log-probabilities up to an additive constant
+(overcomplete), h(x) = 1, A(λ) = logsumexp(λ), E[t] = softmax(λ).
+λ_k = −∞ encodes a zero-probability category.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from .base import ExponentialFamily, leading, qs_column
+
+
+def _xlogy0(p, logp):
+    """p · log p with the convention 0 · log 0 = 0 (also 0 · −∞ = 0)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(p > 0, p * logp, 0.0)
+
+
+@dataclass(frozen=True)
+class Categorical(ExponentialFamily):
+    """Cat(x | p) with K categories; values are integer codes, flat size K.
+
+    Because λ is overcomplete, ``to_natural`` returns the normalised
+    representative log p (A = 0); λ and λ + c describe the same law.
+    """
+
+    k: int
+
+    name: ClassVar[str] = "Categorical"
+    support: ClassVar[str] = "integer_interval(0, k - 1)"
+    arg_constraints: ClassVar = MappingProxyType({"probs": "simplex"})
+
+    def __post_init__(self):
+        if int(self.k) != self.k or self.k < 2:
+            raise ValueError(f"Categorical: k must be an integer >= 2, got {self.k!r}")
+
+    @property
+    def size(self) -> int:
+        return self.k
+
+    def natural(self, *, probs) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(np.asarray(probs, float))
+
+    def params(self, nat) -> dict:
+        return {"probs": self.to_mean(nat)}
+
+    def log_partition(self, nat) -> np.ndarray:
+        return logsumexp(np.asarray(nat, float), axis=-1)
+
+    def to_mean(self, nat) -> np.ndarray:
+        return softmax(np.asarray(nat, float), axis=-1)
+
+    def to_natural(self, mean) -> np.ndarray:
+        return self.natural(probs=mean)
+
+    def log_probs(self, nat) -> np.ndarray:
+        """Normalised log-probabilities λ − A(λ)."""
+        nat = np.asarray(nat, float)
+        return nat - self.log_partition(nat)[..., None]
+
+    def stats(self, x) -> np.ndarray:
+        x = np.asarray(x)
+        return (x[..., None] == np.arange(self.k)).astype(float)
+
+    def log_base(self, x) -> np.ndarray:
+        return np.zeros(np.shape(x))
+
+    def expected_log_base(self, nat) -> np.ndarray:
+        return np.zeros(np.shape(nat)[:-1])
+
+    def entropy(self, nat) -> np.ndarray:
+        """−Σ_k p_k log p_k."""
+        logp = self.log_probs(nat)
+        return -np.sum(_xlogy0(np.exp(logp), logp), axis=-1)
+
+    def kl(self, nat_q, nat_p) -> np.ndarray:
+        """Σ_k q_k (log q_k − log p_k); +∞ if q puts mass where p has none."""
+        logq, logp = self.log_probs(nat_q), self.log_probs(nat_p)
+        q = np.exp(logq)
+        with np.errstate(invalid="ignore"):
+            terms = np.where(q > 0, q * (logq - logp), 0.0)
+        return np.sum(terms, axis=-1)
+
+    def sample(self, nat, rng: np.random.Generator, n: int | None = None):
+        """Inverse-CDF draws; returns integer codes of shape leading(n) + plates."""
+        cdf = np.cumsum(self.to_mean(nat), axis=-1)
+        u = rng.random(leading(n) + cdf.shape[:-1] + (1,))
+        return np.minimum(np.sum(cdf < u, axis=-1), self.k - 1)
+
+    def mean(self, nat) -> np.ndarray:
+        """Category probabilities, shape plates + (K,)."""
+        return self.to_mean(nat)
+
+    def sd(self, nat) -> np.ndarray:
+        """√(p(1 − p)) per category (indicator standard deviations)."""
+        p = self.to_mean(nat)
+        return np.sqrt(p * (1.0 - p))
+
+    def quantiles(self, nat, qs) -> np.ndarray:
+        """Quantiles of the code: smallest k with CDF(k) ≥ q; shape (len(qs),) + plates."""
+        cdf = np.cumsum(self.to_mean(nat), axis=-1)
+        q = qs_column(qs, cdf.ndim)
+        return np.minimum(np.sum(cdf < q, axis=-1), self.k - 1)
+
+    def valid(self, nat) -> np.ndarray:
+        nat = np.asarray(nat, float)
+        ok = ~np.isnan(nat) & (nat < np.inf)
+        return np.all(ok, axis=-1) & np.any(np.isfinite(nat), axis=-1)

@@ -1,0 +1,142 @@
+"""Multivariate normal in mean / precision-matrix form.
+
+t(x) = (x, vec(x xᵀ)), λ = (Λm, vec(−½Λ)) with row-major vec, and
+log h(x) = −(D/2) log 2π.  The matrix block of λ is read through its
+symmetric part, Λ = −(Λ₂ + Λ₂ᵀ), so that A is defined for every flat vector
+and ∂A/∂λ equals the flat E[t(x)] entry by entry (including off-diagonals):
+
+    A(λ) = ½ λ₁ᵀ Λ⁻¹ λ₁ − ½ log|Λ|.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import ClassVar
+
+import numpy as np
+import scipy.linalg
+import scipy.stats
+
+from .base import (
+    ExponentialFamily,
+    cho_solve,
+    chol_inverse,
+    chol_logdet,
+    cholesky,
+    is_positive_definite,
+    leading,
+    symmetrize,
+)
+
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+@dataclass(frozen=True)
+class MvNormal(ExponentialFamily):
+    """N(x | m, Λ⁻¹) in D dimensions; flat size D + D²."""
+
+    dim: int
+
+    name: ClassVar[str] = "MvNormal"
+    support: ClassVar[str] = "real_vector"
+    arg_constraints: ClassVar = MappingProxyType(
+        {"mean": "real_vector", "precision": "positive_definite"}
+    )
+
+    def __post_init__(self):
+        if int(self.dim) != self.dim or self.dim < 1:
+            raise ValueError(f"MvNormal: dim must be a positive integer, got {self.dim!r}")
+
+    @property
+    def event_shape(self) -> tuple:
+        return (self.dim,)
+
+    @property
+    def size(self) -> int:
+        return self.dim + self.dim**2
+
+    # -- layout helpers -------------------------------------------------------
+    def _split(self, flat):
+        """(vector block, symmetrised precision Λ) from a flat natural vector."""
+        flat = np.asarray(flat, float)
+        d = self.dim
+        lam2 = flat[..., d:].reshape(flat.shape[:-1] + (d, d))
+        return flat[..., :d], -(lam2 + np.swapaxes(lam2, -1, -2))
+
+    def _join(self, vec, mat):
+        shape = np.broadcast_shapes(vec.shape[:-1], mat.shape[:-2])
+        vec = np.broadcast_to(vec, shape + (self.dim,))
+        mat = np.broadcast_to(mat, shape + (self.dim, self.dim))
+        return np.concatenate([vec, mat.reshape(shape + (self.dim**2,))], axis=-1)
+
+    # -- parameter maps -------------------------------------------------------
+    def natural(self, *, mean, precision) -> np.ndarray:
+        mean = np.asarray(mean, float)
+        prec = symmetrize(np.asarray(precision, float))
+        return self._join(np.einsum("...ij,...j->...i", prec, mean), -0.5 * prec)
+
+    def params(self, nat) -> dict:
+        h, prec = self._split(nat)
+        chol = cholesky(prec)
+        return {"mean": cho_solve(chol, h), "precision": prec}
+
+    def mean_cov(self, nat):
+        """(mean, covariance) with shapes plates + (D,) and plates + (D, D)."""
+        h, prec = self._split(nat)
+        cov = chol_inverse(prec)
+        return np.einsum("...ij,...j->...i", cov, h), cov
+
+    def log_partition(self, nat) -> np.ndarray:
+        h, prec = self._split(nat)
+        chol = cholesky(prec)
+        w = scipy.linalg.solve_triangular(chol, h[..., None], lower=True)[..., 0]
+        return 0.5 * np.sum(w**2, axis=-1) - 0.5 * chol_logdet(chol)
+
+    def to_mean(self, nat) -> np.ndarray:
+        m, cov = self.mean_cov(nat)
+        return self._join(m, cov + m[..., :, None] * m[..., None, :])
+
+    def to_natural(self, mean) -> np.ndarray:
+        mean = np.asarray(mean, float)
+        d = self.dim
+        m = mean[..., :d]
+        second = mean[..., d:].reshape(mean.shape[:-1] + (d, d))
+        cov = symmetrize(second) - m[..., :, None] * m[..., None, :]
+        return self.natural(mean=m, precision=chol_inverse(cov))
+
+    # -- values ---------------------------------------------------------------
+    def stats(self, x) -> np.ndarray:
+        x = np.asarray(x, float)
+        return self._join(x, x[..., :, None] * x[..., None, :])
+
+    def log_base(self, x) -> np.ndarray:
+        return np.full(np.shape(x)[:-1], -0.5 * self.dim * _LOG_2PI)
+
+    def expected_log_base(self, nat) -> np.ndarray:
+        return np.full(np.shape(nat)[:-1], -0.5 * self.dim * _LOG_2PI)
+
+    def entropy(self, nat) -> np.ndarray:
+        """(D/2)(1 + log 2π) − ½ log|Λ|."""
+        _, prec = self._split(nat)
+        return 0.5 * self.dim * (1.0 + _LOG_2PI) - 0.5 * chol_logdet(cholesky(prec))
+
+    def sample(self, nat, rng: np.random.Generator, n: int | None = None):
+        m, cov = self.mean_cov(nat)
+        z = rng.standard_normal(leading(n) + m.shape)
+        return m + np.einsum("...ij,...j->...i", cholesky(cov), z)
+
+    def mean(self, nat) -> np.ndarray:
+        return self.mean_cov(nat)[0]
+
+    def sd(self, nat) -> np.ndarray:
+        return np.sqrt(np.diagonal(self.mean_cov(nat)[1], axis1=-2, axis2=-1))
+
+    def _marginal(self, nat):
+        return scipy.stats.norm(self.mean(nat), self.sd(nat))
+
+    def valid(self, nat) -> np.ndarray:
+        nat = np.asarray(nat, float)
+        _, prec = self._split(nat)
+        return np.all(np.isfinite(nat), axis=-1) & is_positive_definite(prec)
+

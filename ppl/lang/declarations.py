@@ -1,0 +1,108 @@
+"""Checking `const` and `data` declarations: constants folded (with `--set` overrides applied),
+data variables typed, and every size name given an origin."""
+
+from __future__ import annotations
+
+from ppl.diagnostics import ModelError, OptionError, nearest
+from ppl.lang import ast
+from ppl.lang.exprtypes import Scope, infer
+from ppl.lang.model import Size, Variable
+
+TYPES = ("real", "int", "bool", "cat")
+
+
+def check_declarations(program: ast.Program, overrides: dict) -> Scope:
+    """A scope holding every constant, data variable and size of the program."""
+    scope = Scope(variables={}, sizes={}, constants={}, loops={})
+    consts = [i for i in program.items if isinstance(i, ast.ConstDecl)]
+    unknown = set(overrides) - {c.name for c in consts}
+    if unknown:
+        name = sorted(unknown)[0]
+        guess = nearest(name, [c.name for c in consts])
+        raise OptionError("E300", f"--set {name}: the model has no constant `{name}`",
+                          hint=f"did you mean `{guess}`?" if guess else
+                          "only names declared with `const` can be set")
+    for item in program.items:
+        if isinstance(item, ast.ConstDecl):
+            _const(item, scope, overrides)
+        elif isinstance(item, ast.DataDecl):
+            _data(item, scope)
+    return scope
+
+
+def _declare(scope: Scope, name: str, span) -> None:
+    if name in scope.variables or name in scope.sizes:
+        raise ModelError("E240", f"`{name}` is declared twice", span=span)
+
+
+def _const(item: ast.ConstDecl, scope: Scope, overrides: dict) -> None:
+    _declare(scope, item.name, item.name_span)
+    value_type = infer(item.value, scope)
+    declared = item.type.elem if item.type else None
+    if item.name in overrides:
+        value = overrides[item.name]
+        if declared == "int" or (declared is None and value_type.elem == "int"):
+            if float(value) != int(value):
+                raise OptionError("E301", f"--set {item.name}={value}: `{item.name}` is an integer")
+            value = int(value)
+        if value_type.shape:
+            raise OptionError("E302", f"--set {item.name}: only scalar constants can be set")
+        scope.constants[item.name] = value
+        elem = "int" if isinstance(value, int) else "real"
+    else:
+        if value_type.shape == () and value_type.fill is None:
+            raise ModelError("E241", f"constant `{item.name}` must be known before the data is read",
+                             span=item.value.span, hint="use numbers and other constants only")
+        elem = value_type.elem
+        if value_type.shape == ():
+            value = value_type.fill
+            scope.constants[item.name] = int(value) if elem == "int" else float(value)
+    if declared and declared not in ("real", "int"):
+        raise ModelError("E242", f"a constant is `real` or `int`, not `{declared}`", span=item.type.span)
+    if declared == "int" and elem != "int":
+        raise ModelError("E243", f"constant `{item.name}` is declared int but its value is real",
+                         span=item.value.span)
+    elem = declared or elem
+    scope.variables[item.name] = Variable(item.name, "const", elem, value_type.shape, span=item.name_span)
+    if elem == "int" and not value_type.shape:
+        scope.sizes[item.name] = Size(item.name, "const", None, item.name_span)
+
+
+def _data(item: ast.DataDecl, scope: Scope) -> None:
+    _declare(scope, item.name, item.name_span)
+    spec = item.type
+    if spec.elem not in TYPES:
+        raise ModelError("E244", f"unknown type `{spec.elem}`", span=spec.span, expected=", ".join(TYPES))
+    if spec.levels is not None and spec.elem != "cat":
+        raise ModelError("E245", "only `cat` takes a number of levels", span=spec.span)
+    if not spec.dims:
+        raise ModelError("E246", f"data `{item.name}` needs its dimensions, e.g. `{spec.elem}[N]`",
+                         span=spec.span, hint="the first dimension is the number of rows")
+    if len(spec.dims) > 2:
+        raise ModelError("E247", "data has one row dimension and at most one column dimension",
+                         span=spec.span)
+    if len(spec.dims) == 2 and isinstance(item.binding, ast.Column):
+        raise ModelError("E248", f"`{item.name}` has two dimensions but binds one column",
+                         span=item.binding.span, hint="bind a group `x1..xD` or a list `(a, b, c)`")
+    if len(spec.dims) == 1 and isinstance(item.binding, (ast.ColumnGroup, ast.ColumnList)):
+        raise ModelError("E248", f"`{item.name}` has one dimension but binds several columns",
+                         span=item.binding.span, hint=f"declare it as `{spec.elem}[N, D]`")
+    shape = []
+    for axis, dim in enumerate(spec.dims):
+        origin = "rows" if axis == 0 else "group"
+        shape.append(_size(dim, origin, item, scope))
+    levels = _size(spec.levels, "levels", item, scope) if spec.levels is not None else None
+    scope.variables[item.name] = Variable(item.name, "data", spec.elem, tuple(shape), levels=levels,
+                                          span=item.name_span)
+
+
+def _size(dim, origin: str, item: ast.DataDecl, scope: Scope):
+    """A dimension as a number (integer or constant) or as a size name bound by this declaration."""
+    if isinstance(dim, int):
+        return dim
+    if dim in scope.constants and isinstance(scope.constants[dim], int):
+        return scope.constants[dim]
+    if dim in scope.variables:
+        raise ModelError("E249", f"`{dim}` is a variable, not a size", span=item.type.span)
+    scope.sizes.setdefault(dim, Size(dim, origin, item.name, item.type.span))
+    return dim

@@ -1,0 +1,29 @@
+"""The inference rules a statement may ask for with an annotation, and the options each takes.
+
+This is the vocabulary only; whether a rule can apply to a factor is the analyzer's call.
+"""
+
+from __future__ import annotations
+
+# annotation name -> (rule name used in reports, allowed options)
+RULES: dict[str, tuple[str, frozenset]] = {
+    "vmp": ("vmp", frozenset()),
+    "ncvmp": ("ncvmp", frozenset({"damping"})),
+    "cvi": ("cvi", frozenset({"step", "samples", "kappa", "form", "minibatch"})),
+    "jaakkola": ("bound:jaakkola", frozenset()),
+    "bohning": ("bound:bohning", frozenset()),
+    "piecewise": ("bound:piecewise", frozenset({"pieces", "kind"})),
+    "stick": ("bound:stick", frozenset({"pieces"})),
+    "laplace": ("laplace", frozenset({"iters"})),
+    "delta": ("delta", frozenset()),
+    "ssmf": ("ssmf", frozenset({"samples"})),
+}
+
+RULE_NAMES = frozenset(name for name, _ in RULES.values())
+
+
+def rule_name(annotation_or_rule: str) -> str | None:
+    """The report name of a rule given by annotation (`jaakkola`) or in full (`bound:jaakkola`)."""
+    if annotation_or_rule in RULES:
+        return RULES[annotation_or_rule][0]
+    return annotation_or_rule if annotation_or_rule in RULE_NAMES else None

@@ -1,0 +1,206 @@
+"""Typing one `~` or `=` statement: arguments bound to roles, supports of constant arguments
+checked, event and batch shapes derived, and the target variable declared or checked."""
+
+from __future__ import annotations
+
+from ppl.diagnostics import ModelError, nearest
+from ppl.lang import ast
+from ppl.lang.builtins import ShapeMismatch, broadcast, show
+from ppl.lang.distributions import DISTRIBUTIONS, SUPPORTS, Distribution, value_type
+from ppl.lang.exprtypes import Scope, Type, infer
+from ppl.lang.model import Factor, Variable
+
+# Which element types of data a distribution's values may come from.
+_VALUE_ELEMS = {
+    "binary": ("bool", "int"), "count": ("int",), "counts": ("int",), "category": ("cat", "int"),
+}
+
+
+def bind_arguments(call: ast.Call, dist: Distribution) -> dict:
+    """Map a distribution call's arguments to roles (keyword alternatives keep their keyword)."""
+    roles = dist.roles()
+    if len(call.args) > len(roles):
+        raise ModelError("E251", f"`{dist.name}` takes {len(roles)} argument(s) ({', '.join(roles)}), "
+                         f"got {len(call.args)}", span=call.span)
+    args = dict(zip(roles, call.args))
+    alternatives = {a.keyword: a for a in dist.alternatives}
+    for key, value in call.kwargs:
+        replaced = alternatives[key].replaces if key in alternatives else key
+        if replaced not in roles:
+            allowed = list(roles) + list(alternatives)
+            guess = nearest(key, allowed)
+            raise ModelError("E252", f"`{dist.name}` has no parameter `{key}`", span=value.span,
+                             expected=", ".join(allowed), hint=f"did you mean `{guess}`?" if guess else None)
+        if replaced in args or any(alternatives.get(k) and alternatives[k].replaces == replaced for k in args):
+            raise ModelError("E253", f"`{dist.name}`'s {replaced} is given twice", span=value.span)
+        args[key] = value
+    given = {alternatives[k].replaces if k in alternatives else k for k in args}
+    missing = [r for r in roles if r not in given]
+    if missing:
+        raise ModelError("E251", f"`{dist.name}` needs {', '.join(missing)}: it takes "
+                         f"({', '.join(roles)})", span=call.span)
+    return args
+
+
+def type_sample(stmt: ast.Sample, plates, scope: Scope) -> Factor:
+    call = stmt.dist
+    dist = DISTRIBUTIONS.get(call.func)
+    if dist is None:
+        guess = nearest(call.func, DISTRIBUTIONS)
+        raise ModelError("E250", f"unknown distribution `{call.func}`", span=call.func_span,
+                         hint=f"did you mean `{guess}`?" if guess else
+                         "distributions: " + ", ".join(DISTRIBUTIONS))
+    args = bind_arguments(call, dist)
+    types = {role: infer(expr, scope) for role, expr in args.items()}
+    event, levels = _event_shape(dist, types, args)
+    batches = []
+    for role, t in types.items():
+        param = dist.param(role)
+        if t.elem == "cat":
+            raise ModelError("E254", f"{dist.name}'s {role} is a category; use it as an index",
+                             span=args[role].span)
+        if len(t.shape) < param.rank:
+            raise ModelError("E255", f"{dist.name}'s {role} must have {param.rank} dimension(s), "
+                             f"got {show(t.shape)}", span=args[role].span)
+        batches.append(t.shape[: len(t.shape) - param.rank])
+        _check_support(dist, role, t, args[role])
+    try:
+        batch = broadcast(*batches)
+    except ShapeMismatch as exc:
+        raise ModelError("E256", f"the arguments of `{dist.name}` do not fit together: {exc}",
+                         span=call.span) from None
+    element = batch + event
+    target = stmt.target
+    index_dims = tuple(_index_dim(i, plates) for i in target.indices)
+    variable = scope.variables.get(target.name)
+    if variable is not None and variable.kind == "data":
+        _check_data_target(stmt, dist, variable, index_dims, element, levels)
+        shape = variable.shape
+        element = variable.shape[len(index_dims):]
+    else:
+        if not dist.latent:
+            raise ModelError("E257", f"a {dist.name} variable must be observed: declare "
+                             f"`{target.name}` with `data`", span=target.name_span)
+        if stmt.type is not None:
+            element = _declared(stmt, dist, element, event)
+        shape = _full_shape(variable, index_dims, element, stmt)
+        elem = value_type(dist)
+        scope.variables[target.name] = Variable(target.name, "latent", elem, shape, len(event),
+                                                levels=levels if elem == "cat" else None,
+                                                dist=dist.name, span=target.name_span)
+    plate_dims = tuple(p.dim for p in plates)
+    batch_shape = plate_dims + element[: len(element) - len(event)]
+    return Factor(ast.lvalue_text(target), target, dist, args, tuple(plates), stmt.annotations,
+                  batch_shape, stmt.span)
+
+
+def type_define(stmt: ast.Define, plates, scope: Scope) -> None:
+    t = infer(stmt.value, scope)
+    index_dims = tuple(_index_dim(i, plates) for i in stmt.target.indices)
+    existing = scope.variables.get(stmt.target.name)
+    shape = _full_shape(existing, index_dims, t.shape, stmt)
+    scope.variables[stmt.target.name] = Variable(stmt.target.name, "deterministic", t.elem, shape,
+                                                 span=stmt.target.name_span)
+
+
+def _event_shape(dist: Distribution, types: dict, args: dict):
+    """The event shape of a draw, and for Categorical the number of levels."""
+    if dist.name == "Categorical":
+        probs = types["probs"]
+        return (), (probs.shape[-1] if probs.shape else None)
+    if dist.event == "scalar":
+        return (), None
+    role, k = dist.event
+    candidates = [(role, types[role])] + [(r, t) for r, t in types.items() if r != role]
+    for r, t in candidates:
+        rank = dist.param(r).rank
+        if rank >= 1 and len(t.shape) >= rank:
+            return t.shape[len(t.shape) - rank:][:k] if k <= rank else t.shape[-k:], None
+    raise ModelError("E255", f"`{dist.name}` cannot tell its dimension from scalar arguments",
+                     span=args[role].span, hint="give a vector mean or a matrix, e.g. `zeros(D)`")
+
+
+def _check_support(dist: Distribution, role: str, t: Type, expr: ast.Expr) -> None:
+    """A constant argument must lie in its parameter's support."""
+    support = dist.param(role).support
+    value, bad = t.fill, False
+    if support in ("positive", "positive_vector", "dof") and value is not None:
+        bad = value <= 0
+    elif support == "unit" and value is not None:
+        bad = not 0 <= value <= 1
+    elif support == "count" and value is not None:
+        bad = value < 0 or value != int(value)
+    elif support == "pd":
+        bad = t.pd is False or (value is not None and not t.shape)
+    elif support == "simplex" and t.values is not None:
+        bad = any(v < 0 for v in t.values) or abs(sum(t.values) - 1) > 1e-9
+    if bad:
+        shown = ast.text(expr)
+        raise ModelError("E258", f"{dist.name}'s {role} must be {SUPPORTS[support]}, got `{shown}`",
+                         span=expr.span)
+
+
+def _index_dim(index: ast.Expr, plates):
+    """The dimension a left-hand-side index runs along: its loop's size, or the integer itself."""
+    if isinstance(index, ast.Number):
+        return int(index.value)
+    for plate in plates:
+        if plate.var == index.id:
+            return plate.dim
+    raise AssertionError("left-hand side indices were checked already")
+
+
+def _check_data_target(stmt, dist: Distribution, variable: Variable, index_dims, element, levels) -> None:
+    target = stmt.target
+    if stmt.type is not None:
+        raise ModelError("E259", f"`{target.name}` is data; its type comes from its declaration",
+                         span=stmt.type.span)
+    allowed = _VALUE_ELEMS.get(dist.value, ("real", "int", "bool"))
+    if variable.elem not in allowed:
+        raise ModelError("E260", f"{dist.name} values are {SUPPORTS[dist.value]}, but `{target.name}` "
+                         f"is declared {variable.elem}", span=target.span,
+                         hint=f"declare it as {' or '.join(allowed)}")
+    if len(index_dims) > len(variable.shape):
+        raise ModelError("E261", f"`{target.name}` has {len(variable.shape)} dimension(s)", span=target.span)
+    have = variable.shape[len(index_dims):]
+    try:
+        fits = broadcast(have, element) == tuple(have)
+    except ShapeMismatch:
+        fits = False
+    if not fits:
+        raise ModelError("E261", f"`{ast.lvalue_text(target)}` has shape {show(have)} but "
+                         f"`{dist.name}(...)` draws {show(element)}", span=stmt.span)
+    if levels is not None and variable.levels is not None and levels != variable.levels and levels != 1:
+        raise ModelError("E262", f"`{target.name}` takes {variable.levels} levels but the "
+                         f"probabilities have {levels}", span=stmt.dist.span)
+
+
+def _declared(stmt: ast.Sample, dist: Distribution, element, event):
+    spec = stmt.type
+    if spec.elem != value_type(dist) and not (spec.elem == "real" and value_type(dist) == "real"):
+        raise ModelError("E263", f"{dist.name} draws {value_type(dist)} values, not {spec.elem}",
+                         span=spec.span)
+    declared = tuple(spec.dims)
+    if declared[len(declared) - len(event):] != tuple(event) and event:
+        raise ModelError("E264", f"declared shape {show(declared)} must end with the event "
+                         f"shape {show(event)}", span=spec.span)
+    try:
+        broadcast(declared, element)
+    except ShapeMismatch:
+        raise ModelError("E264", f"declared shape {show(declared)} does not fit `{dist.name}` "
+                         f"arguments of shape {show(element)}", span=spec.span) from None
+    return declared
+
+
+def _full_shape(existing: Variable | None, index_dims, element, stmt):
+    """The whole variable's shape; a second statement for the same variable must agree."""
+    shape = tuple(index_dims) + tuple(element)
+    if existing is None:
+        return shape
+    old = existing.shape
+    if len(old) != len(shape) or old[len(index_dims):] != shape[len(index_dims):]:
+        raise ModelError("E265", f"`{stmt.target.name}` has shape {show(old)} elsewhere but "
+                         f"{show(shape)} here", span=stmt.target.span)
+    # Pieces along the first axis (x[1] and x[t] for t in 2..T): keep the named size.
+    merged = tuple(o if isinstance(o, str) else n for o, n in zip(old, shape))
+    return merged

@@ -1,0 +1,44 @@
+"""Plain-text tables for the terminal (no colour codes, so output pipes cleanly)."""
+
+from __future__ import annotations
+
+
+def format_table(headers: list[str], rows: list[list], max_width: int = 72) -> str:
+    """Left-aligned columns; the last column wraps at `max_width` characters."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    widths[-1] = min(widths[-1], max_width)
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    indent = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    for row in cells:
+        last = _wrap(row[-1], widths[-1])
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths[:-1])) + ("  " if row[:-1] else "") + last[0])
+        lines.extend(" " * indent + more for more in last[1:])
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    words, lines, current = text.split(), [], ""
+    for word in words:
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}".strip()
+    return lines + [current] if current or not lines else lines
+
+
+def check_report(report: dict, title: str) -> str:
+    """The `ppl check` table: one row per (factor, variable) edge, then variables and blocks."""
+    parts = [title, ""]
+    rows = [[f["factor"], f["variable"], f["role"], f["rule"] + (" (ssmf candidate)" if f.get("candidate") else ""),
+             f["reason"]] for f in report["factors"]]
+    parts.append(format_table(["factor", "variable", "role", "rule", "reason"], rows))
+    parts.append("")
+    rows = [[v["name"], v["kind"], "[" + ", ".join(str(d) for d in v["shape"]) + "]", v["scope"] or "-"]
+            for v in report["variables"]]
+    parts.append(format_table(["variable", "kind", "shape", "scope"], rows))
+    for block in report.get("blocks", []):
+        parts.extend(["", f"ssmf candidate: {', '.join(block['variables'])} — {block['reason']}"])
+    return "\n".join(parts) + "\n"
