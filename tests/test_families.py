@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 import pytest
 import scipy.stats as st
-from scipy.special import digamma, gammaln, logsumexp, softmax
+from scipy.special import digamma, gammaln, logsumexp
 
 from ppl.families import (
     Bernoulli,
@@ -269,7 +269,7 @@ def test_to_natural_inverts_to_mean(case):
     [
         (Gamma(), Gamma().natural(shape=np.logspace(-2, 3, 40), rate=np.logspace(1, -1, 40))),
         (Beta(), Beta().natural(a=np.logspace(-2, 3, 40), b=np.logspace(3, -2, 40))),
-        (Dirichlet(3), Dirichlet(3).natural(alpha=np.random.default_rng(5).uniform(-4, 6, (40, 3)).__rpow__(np.e))),
+        (Dirichlet(3), Dirichlet(3).natural(alpha=np.exp(np.random.default_rng(5).uniform(-4, 6, (40, 3))))),
         (Wishart(2), Wishart(2).natural(dof=1 + np.logspace(-2, 3, 40), scale=np.eye(2) * [[2.0], [0.5]])),
     ],
     ids=["Gamma", "Beta", "Dirichlet", "Wishart"],
@@ -358,6 +358,26 @@ def test_sample_moments(case):
     np.testing.assert_allclose(x.std(0), sd, rtol=0.03)
 
 
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_mean_and_sd_match_scipy(case):
+    params, nat, _ = _setup(case, seed=16)
+    fam = case.fam
+    mean, sd = fam.mean(nat), fam.sd(nat)
+    for idx in _plate_index():
+        p = _at(params, idx)
+        dist = case.scipy(fam, p, idx)
+        if isinstance(fam, MvNormal):
+            ref_m, ref_v = dist.mean, np.diag(dist.cov)
+        elif isinstance(fam, (Dirichlet, Multinomial)):
+            ref_m, ref_v = dist.mean(), dist.var() if isinstance(fam, Dirichlet) else np.diag(dist.cov())
+        elif isinstance(fam, Categorical):  # indicator moments of the one-hot vector
+            ref_m, ref_v = p["probs"], p["probs"] * (1 - p["probs"])
+        else:
+            ref_m, ref_v = dist.mean(), dist.var()
+        np.testing.assert_allclose(mean[idx], ref_m, rtol=1e-12)
+        np.testing.assert_allclose(sd[idx] ** 2, ref_v, rtol=1e-12)
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if c.fam.name not in ("Wishart", "Categorical")],
                          ids=lambda c: c.id)
 def test_quantiles_match_scipy_ppf(case):
@@ -390,6 +410,8 @@ def test_categorical_quantiles_are_codes():
     for idx in _plate_index():
         ref = st.rv_discrete(values=(np.arange(K), params["probs"][idx])).ppf(qs)
         np.testing.assert_array_equal(got[(slice(None),) + idx], ref)
+    exact = fam.natural(probs=np.array([0.25, 0.25, 0.5, 0.0]))  # CDF hits 0.5 exactly
+    np.testing.assert_array_equal(fam.quantiles(exact, [0.25, 0.5, 0.75, 1.0]), [0, 1, 2, 2])
 
 
 def test_wishart_quantiles_monte_carlo_diagonal_is_scaled_chi2():

@@ -102,7 +102,7 @@ def is_positive_definite(m: np.ndarray) -> np.ndarray:
         np.linalg.cholesky(safe)
         return finite
     except np.linalg.LinAlgError:
-        return finite
+        return finite & (np.linalg.eigvalsh(safe)[..., 0] > 0)
 
 
 def as_trials(trials, owner: str) -> np.ndarray:

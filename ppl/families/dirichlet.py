@@ -43,8 +43,9 @@ def inv_digamma(y) -> np.ndarray:
     in a handful of steps; a fixed count of 8 reaches round-off.
     """
     y = np.asarray(y, dtype=float)
-    with np.errstate(over="ignore"):
-        x = np.where(y >= -2.22, np.exp(np.minimum(y, 700.0)) + 0.5, -1.0 / (y - digamma(1.0)))
+    large = np.exp(np.minimum(y, 700.0)) + 0.5
+    small = -1.0 / (np.minimum(y, -2.22) - digamma(1.0))
+    x = np.where(y >= -2.22, large, small)
     for _ in range(8):
         x = x - (digamma(x) - y) / polygamma(1, x)
     return x

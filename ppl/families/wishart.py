@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import digamma, multigammaln, polygamma
+from scipy.special import gammaln, polygamma
 
 from .base import (
     ExponentialFamily,
@@ -38,6 +38,18 @@ QUANTILE_SEED = 20240501
 def _sum_digamma(nu, d: int, order: int = 0):
     """Σ_{j=1..D} ψ⁽ᵒʳᵈᵉʳ⁾((ν + 1 − j)/2)."""
     return sum(polygamma(order, 0.5 * (nu + 1.0 - j)) for j in range(1, d + 1))
+
+
+def _log_multigamma(a, d: int):
+    """log Γ_D(a) = D(D−1)/4 log π + Σ_j log Γ(a + (1 − j)/2).
+
+    Written out (rather than scipy's multigammaln, which raises for the whole
+    batch if one a ≤ (D − 1)/2) so that every element is evaluated; whether
+    an element is meaningful is what ``Wishart.valid`` reports.
+    """
+    return 0.25 * d * (d - 1) * np.log(np.pi) + sum(
+        gammaln(a + 0.5 * (1 - j)) for j in range(1, d + 1)
+    )
 
 
 def solve_wishart_dof(c, d: int) -> np.ndarray:
@@ -121,7 +133,7 @@ class Wishart(ExponentialFamily):
         return (
             0.5 * nu * d * _LOG2
             - 0.5 * nu * chol_logdet(cholesky(inv_scale))
-            + multigammaln(0.5 * nu, d)
+            + _log_multigamma(0.5 * nu, d)
         )
 
     def expected(self, nat) -> np.ndarray:
