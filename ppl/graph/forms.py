@@ -4,7 +4,8 @@ The analyzer matches these forms against its conjugacy table:
 
 - ``absent``: the expression does not read the variable;
 - ``identity``: the variable itself, possibly indexed by loops or data (``mu[k]``, ``a[g[n]]``);
-- ``scaled``: the variable times factors that do not read it (``beta0 * Lambda[k]``);
+- ``scaled``: the variable times factors that do not read it (``beta0 * Lambda[k]``), or
+  ``diag(alpha)``;
 - ``linear``: affine in the variable (``dot(x[n], w) + b``, ``X @ w``, ``a * x[t-1]``);
 - ``link:NAME``: a link (``logistic``, ``probit``, ``exp``, ``softmax``, ...) of a linear form;
 - ``selector``: the variable is a latent category used only as an index (``mu[z[n]]``);
@@ -83,6 +84,8 @@ def form(expr: ast.Expr, name: str) -> str:
             return "scaled"
         if expr.op == "/" and left in ("identity", "scaled") and right == "absent":
             return "scaled"
+    if isinstance(expr, ast.Call) and expr.func == "diag" and form(expr.args[0], name) == "identity":
+        return "scaled"  # a diagonal matrix of the variable: each element scales one coordinate
     if isinstance(expr, ast.Call) and BUILTINS.get(expr.func) and BUILTINS[expr.func].link:
         inner = expr.args[0] if expr.args else None
         if inner is not None and degree(inner, name) == 1:

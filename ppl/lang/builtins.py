@@ -64,6 +64,12 @@ def _rbf(x: Shape, lengthscale: Shape, variance: Shape) -> Shape:
     return (x[0], x[0])
 
 
+def _diag(v: Shape) -> Shape:
+    if len(v) != 1:
+        raise ShapeMismatch("diag takes a vector")
+    return (v[0], v[0])
+
+
 def _sum(a: Shape) -> Shape:
     return ()
 
@@ -93,6 +99,7 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
     Builtin("softmax", ("x",), _softmax, link=True),
     Builtin("dot", ("a", "b"), _dot),
     Builtin("sum", ("x",), _sum),
+    Builtin("diag", ("v",), _diag),
     Builtin("rbf", ("x", "lengthscale", "variance"), _rbf),
     Builtin("zeros", ("dims",), None, constructor=True),
     Builtin("ones", ("dims",), None, constructor=True),

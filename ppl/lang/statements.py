@@ -3,6 +3,8 @@ checked, event and batch shapes derived, and the target variable declared or che
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ppl.diagnostics import ModelError, nearest
 from ppl.lang import ast
 from ppl.lang.builtins import ShapeMismatch, broadcast, show
@@ -75,6 +77,7 @@ def type_sample(stmt: ast.Sample, plates, scope: Scope) -> Factor:
     variable = scope.variables.get(target.name)
     if variable is not None and variable.kind == "data":
         _check_data_target(stmt, dist, variable, index_dims, element, levels)
+        scope.variables[target.name] = replace(variable, event_rank=len(event), dist=dist.name)
         shape = variable.shape
         element = variable.shape[len(index_dims):]
     else:

@@ -1,0 +1,93 @@
+"""Checked model + data + analysis → an inference `Problem`: families, factor runtimes,
+neighbourhoods and the sweep order. Refuses, with the factor's name, any rule not built yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ppl import families as fam
+from ppl.infer.access import Unsupported
+from ppl.infer.factors.conjugate import ConjugateFactor
+from ppl.infer.factors.gaussian import GaussianFactor
+from ppl.infer.plates import Environment
+
+AVAILABLE_RULES = ("vmp",)
+OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
+
+
+@dataclass
+class Problem:
+    model: object
+    dataset: object
+    env: Environment
+    families: dict  # variable -> Family (latent variables and observed targets)
+    shapes: dict  # variable -> concrete plate shape
+    factors: list
+    neighbours: dict  # latent variable -> factor runtimes that send it messages
+    order: list  # sweep order
+    latent: list  # latent (and partially observed) variables, dependency order
+
+    def elbo(self, state) -> float:
+        return sum(f.elbo(state) for f in self.factors) + sum(state.entropy(v) for v in self.latent)
+
+    def elbo_terms(self, state) -> dict:
+        """E_q[log f] per factor and H[q] per variable: the pieces that add up to the ELBO."""
+        terms = {f"E[log p({f.name})]": f.elbo(state) for f in self.factors}
+        terms.update({f"H[q({v})]": state.entropy(v) for v in self.latent})
+        return terms
+
+
+def build_problem(model, dataset, analysis) -> Problem:
+    for tag in analysis.tags:
+        if tag.rule not in AVAILABLE_RULES:
+            raise Unsupported(f"rule `{tag.rule}` for `{tag.factor}` → `{tag.variable}` is not available in "
+                              f"this version ({tag.reason})", model.factor(tag.factor).span)
+    env = Environment(model, dataset)
+    families, shapes = {}, {}
+    for name, var in model.variables.items():
+        if var.dist is None:
+            continue
+        shapes[name] = tuple(env.size(d) for d in var.plates)
+        families[name] = family_for(var, env)
+    runtimes = []
+    for factor in model.factors:
+        if factor.dist.name in ("Normal", "MvNormal"):
+            runtimes.append(GaussianFactor(factor, model, env, dataset, families))
+        else:
+            runtimes.append(ConjugateFactor(factor, model, env, dataset, families,
+                                            families[factor.target.name]))
+    latent = [n for n, v in model.variables.items() if v.kind == "latent"]
+    latent += [n for n in dataset.masks if n in families]
+    neighbours = {name: [f for f in runtimes if name in f.reads] for name in latent}
+    scopes = analysis.scopes
+    order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
+            [n for n in latent if scopes.get(n, ("local",))[0] != "global"]
+    return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent)
+
+
+def family_for(var, env):
+    """The exponential family of a variable's values, from its distribution and event shape."""
+    event = [env.size(d) for d in var.event_shape]
+    dist = var.dist
+    if dist == "MvNormal":
+        return fam.MvNormal(event[0])
+    if dist == "Wishart":
+        return fam.Wishart(event[0])
+    if dist == "Dirichlet":
+        return fam.Dirichlet(event[0])
+    if dist == "Categorical":
+        return fam.Categorical(env.size(var.levels))
+    if dist == "Binomial":
+        return fam.Binomial(trials=np.zeros((), dtype=np.int64))
+    if dist == "Multinomial":
+        return fam.Multinomial(event[0], trials=np.zeros((), dtype=np.int64))
+    return getattr(fam, dist)()
+
+
+def observed_stats(family, values: np.ndarray) -> np.ndarray:
+    """Sufficient statistics of observed values (counts and 0/1 data are their own statistic)."""
+    if family.name in OBSERVED_ONLY:
+        return values[..., None].astype(float) if family.name != "Multinomial" else values.astype(float)
+    return family.stats(values)

@@ -1,0 +1,112 @@
+"""What every factor runtime shares: its plate, its reads, mixture weights, and the two
+operations the scheduler calls — the message to one neighbour and the factor's ELBO term."""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from ppl.graph.forms import inline
+from ppl.infer.access import AccessBuilder, Unsupported, selector_of
+from ppl.infer.plates import Plate
+from ppl.lang import ast
+
+
+class FactorRuntime(abc.ABC):
+    """Base of the conjugate factor runtimes.
+
+    Subclasses fill `self.reads` (variable → list of reads) and implement `_message(state,
+    access, weights)` → per-element message of shape plate + (C, S), and `_expected_log(state)`
+    → E[log f] per element and component, plate + (C,).
+    """
+
+    def __init__(self, factor, model, env, dataset):
+        self.factor = factor
+        self.name = factor.name
+        self.model = model
+        self.plate = Plate(factor, env)
+        latent = {n: v.dist for n, v in model.variables.items() if v.kind == "latent"}
+        args = {role: inline(expr, model.definitions) for role, expr in factor.args.items()}
+        self.args = args
+        selector = None
+        for expr in args.values():
+            found = selector_of(expr, latent)
+            if found is not None:
+                if selector is not None and found != selector:
+                    raise Unsupported(f"`{factor.name}` is selected by two latent categories", factor.span)
+                selector = found
+        components, selector_expr = 1, None
+        if selector is not None:
+            components = env.size(model.variables[selector].levels)
+            selector_expr = _selector_read(args, selector)
+        self.builder = AccessBuilder(self.plate, env, model, components, selector_expr)
+        self.components = components
+        self.selector = self.builder.selector
+        target = factor.target
+        target_expr = ast.Index(ast.Name(target.name, target.span), target.indices, target.span) \
+            if target.indices else ast.Name(target.name, target.span)
+        self.target = self.builder.build(target_expr, selected=False)
+        self.reads: dict = {}
+        if model.variables[target.name].kind == "latent" or target.name in dataset.masks:
+            self.reads.setdefault(target.name, []).append(self.target)
+        if self.selector is not None:
+            self.reads.setdefault(self.selector.name, []).append(self.selector)
+
+    def add_read(self, access):
+        self.reads.setdefault(access.name, []).append(access)
+        return access
+
+    def weights(self, state) -> np.ndarray:
+        """Responsibilities plate + (C,) when a latent category selects components, else ones."""
+        if self.selector is None:
+            return np.ones(self.plate.shape + (1,))
+        probs = self.selector.gather(state.moments(self.selector.name))
+        return probs[..., 0, :]
+
+    def message(self, state, name: str) -> np.ndarray:
+        """The summed message to variable `name` in its natural layout, (elements, size)."""
+        weights = self.weights(state)
+        total = 0.0
+        for access in self.reads.get(name, ()):
+            if access is self.selector:
+                ell = self._expected_log(state)
+                message = np.zeros(ell.shape + (ell.shape[-1],))
+                message[..., 0, :] = ell
+                total = total + access.scatter(message)
+            else:
+                message = self._message(state, access)
+                w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
+                total = total + access.scatter(message * w)
+        return total
+
+    def elbo(self, state) -> float:
+        """Σ over the plate of E_q[log f] (responsibility-weighted across components)."""
+        return float(np.sum(self.weights(state) * self._expected_log(state)))
+
+    @abc.abstractmethod
+    def _message(self, state, access) -> np.ndarray:
+        """Per-element message to the read `access`: plate + (C, S)."""
+
+    @abc.abstractmethod
+    def _expected_log(self, state) -> np.ndarray:
+        """E_q[log f] per element and component: plate + (C,)."""
+
+    def data(self, expr) -> np.ndarray:
+        """A data/constant expression over the plate, with the component axis added."""
+        value = np.asarray(self.plate.evaluate(expr), dtype=float)
+        rank = len(self.plate.shape)
+        if value.ndim >= rank and value.shape[:rank] == self.plate.shape and rank:
+            return np.expand_dims(value, rank)
+        return value
+
+
+def _selector_read(args: dict, selector: str) -> ast.Expr:
+    """The first index expression that reads the selecting category, e.g. `z[n]` in `mu[z[n]]`."""
+    for expr in args.values():
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Index):
+                for index in node.indices:
+                    if any(isinstance(n, ast.Name) and n.id == selector for n in ast.walk(index)):
+                        return index
+    raise AssertionError("selector_of found it")

@@ -1,0 +1,182 @@
+"""Conjugate factors other than Gaussians: each parameter is data (a constant) or a read of a
+latent variable, possibly scaled by data (``Poisson(s * lam)``).
+
+E[log f] and the messages follow from writing log f as linear in the sufficient statistics
+of the target and of each latent parameter:
+
+  Gamma(x | a, s·β):     to x (a−1, −sE[β]);          to β (a, −sE[x])
+  Poisson(y | s·λ):      to λ (y, −s)                   Exponential(y | s·λ): to λ (1, −s·y)
+  Bernoulli(y | p):      to p (y, 1−y)                  Binomial(y | n, p):    to p (y, n−y)
+  Categorical(z | π):    to z E[log π];  to π E[onehot z]      Multinomial(x | n, π): to π x
+  any family with constant parameters η:  to x η,  E[log f] = η·E[t(x)] − A(η) + E[log h(x)]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from ppl.infer.access import Unsupported
+from ppl.infer.factors.base import FactorRuntime
+from ppl.lang import ast
+
+
+class ConjugateFactor(FactorRuntime):
+    """A non-Gaussian factor whose latent parameters (if any) are conjugate reads."""
+
+    def __init__(self, factor, model, env, dataset, families, family):
+        super().__init__(factor, model, env, dataset)
+        self.family = family  # the target's family (for constant-parameter priors)
+        self.dist = factor.dist.name
+        self.params = {}
+        for role, expr in self.args.items():
+            self.params[role] = self._param(role, expr, model)
+        self.latent_params = {r: p for r, p in self.params.items() if p[0] == "read"}
+        if self.latent_params and self.dist not in _LATENT_PARAM:
+            raise Unsupported(f"latent parameters of {self.dist} are not conjugate", factor.span)
+
+    def _param(self, role, expr, model):
+        reads = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and model.variables.get(n.id)
+                 is not None and model.variables[n.id].kind == "latent"]
+        if not reads:
+            return ("data", self.data(expr))
+        scale, read = 1.0, expr
+        if isinstance(expr, ast.BinOp) and expr.op == "*":
+            left_latent = any(isinstance(n, ast.Name) and n.id in reads for n in ast.walk(expr.left))
+            read, data = (expr.left, expr.right) if left_latent else (expr.right, expr.left)
+            scale = self.data(data)
+        if not isinstance(read, (ast.Name, ast.Index)):
+            raise Unsupported(f"{self.dist}'s {role} `{ast.text(expr)}` is not a conjugate read", expr.span)
+        return ("read", self.add_read(self.builder.build(read)), scale)
+
+    def _target(self, state):
+        return self.target.gather(state.moments(self.factor.target.name))
+
+    def _read(self, state, role):
+        kind, access, scale = self.params[role]
+        return access.gather(state.moments(access.name)), scale
+
+    # -- E[log f]
+    def _expected_log(self, state):
+        if not self.latent_params:
+            eta = self._constant_natural()
+            value = self._target(state)
+            return (np.sum(value * eta, -1) - self.family.log_partition(eta) + self._log_base(state))
+        return _LATENT_PARAM[self.dist][0](self, state)
+
+    def _constant_natural(self):
+        kwargs = {_FAMILY_KEYWORDS.get((self.dist, r), r): p[1] for r, p in self.params.items()
+                  if (self.dist, r) not in _STRUCTURAL}
+        return self.family.natural(**kwargs)
+
+    def _log_base(self, state):
+        """E[log h(x)]: data-dependent for observed counts, zero for the latent families here."""
+        name = self.factor.target.name
+        if name not in state.observed or self.dist not in ("Poisson", "Binomial", "Multinomial"):
+            return 0.0
+        y = self._observed_values(state)
+        if self.dist == "Poisson":
+            return -gammaln(y + 1)
+        if self.dist == "Binomial":
+            n = self.params["trials"][1]
+            return gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)
+        n = self.params["trials"][1]
+        return gammaln(n + 1) - np.sum(gammaln(y + 1), -1)
+
+    def _observed_values(self, state):
+        value = self._target(state)
+        return value[..., 0] if value.shape[-1] == 1 and self.dist != "Multinomial" else value
+
+    # -- messages
+    def _message(self, state, access):
+        if access is self.target:
+            if not self.latent_params:
+                return np.broadcast_to(self._constant_natural(), self.builder.shape() + (self.family.size,))
+            return _LATENT_PARAM[self.dist][1](self, state)
+        return _LATENT_PARAM[self.dist][2](self, state, access)
+
+
+# ---- distributions with a latent parameter: (E[log f], message to target, message to parameter)
+
+def _gamma_elbo(f, state):
+    a = f.params["shape"][1]
+    x = f._target(state)
+    (rate, s) = f._read(state, "rate")
+    return a * (np.log(s) + rate[..., 0]) - gammaln(a) + (a - 1) * x[..., 0] - s * rate[..., 1] * x[..., 1]
+
+
+def _gamma_to_target(f, state):
+    a = f.params["shape"][1]
+    rate, s = f._read(state, "rate")
+    return np.stack(np.broadcast_arrays(a - 1.0, -s * rate[..., 1]), axis=-1)
+
+
+def _gamma_to_param(f, state, access):
+    a = f.params["shape"][1]
+    x = f._target(state)
+    s = f.params["rate"][2]
+    return np.stack(np.broadcast_arrays(a + 0 * x[..., 1], -s * x[..., 1]), axis=-1)
+
+
+def _rate_elbo(f, state):
+    y = f._observed_values(state)
+    rate, s = f._read(state, "rate")
+    log_rate = np.log(s) + rate[..., 0]
+    if f.dist == "Poisson":
+        return y * log_rate - s * rate[..., 1] - gammaln(y + 1)
+    return log_rate - s * rate[..., 1] * y
+
+
+def _rate_to_param(f, state, access):
+    y = f._observed_values(state)
+    s = f.params["rate"][2]
+    if f.dist == "Poisson":
+        return np.stack(np.broadcast_arrays(y, -s + 0 * y), axis=-1)
+    return np.stack(np.broadcast_arrays(1.0 + 0 * y, -s * y), axis=-1)
+
+
+def _beta_elbo(f, state):
+    y = f._observed_values(state)
+    p, _ = f._read(state, "p")
+    n = f.params["trials"][1] if "trials" in f.params else 1.0
+    return y * p[..., 0] + (n - y) * p[..., 1] + f._log_base(state)
+
+
+def _beta_to_param(f, state, access):
+    y = f._observed_values(state)
+    n = f.params["trials"][1] if "trials" in f.params else 1.0
+    return np.stack(np.broadcast_arrays(y, n - y), axis=-1)
+
+
+def _categorical_elbo(f, state):
+    probs, _ = f._read(state, "probs")
+    return np.sum(f._target(state) * probs, -1) + f._log_base(state)
+
+
+def _categorical_to_target(f, state):
+    probs, _ = f._read(state, "probs")
+    return probs
+
+
+def _categorical_to_param(f, state, access):
+    return f._target(state)
+
+
+def _no_target_message(f, state):
+    raise Unsupported(f"`{f.factor.target.name}` must be observed in `{f.name}`", f.factor.span)
+
+
+_LATENT_PARAM = {
+    "Gamma": (_gamma_elbo, _gamma_to_target, _gamma_to_param),
+    "Poisson": (_rate_elbo, _no_target_message, _rate_to_param),
+    "Exponential": (_rate_elbo, _no_target_message, _rate_to_param),
+    "Bernoulli": (_beta_elbo, _no_target_message, _beta_to_param),
+    "Binomial": (_beta_elbo, _no_target_message, _beta_to_param),
+    "Categorical": (_categorical_elbo, _categorical_to_target, _categorical_to_param),
+    "Multinomial": (_categorical_elbo, _no_target_message, _categorical_to_param),
+}
+
+# Distribution parameter names that differ from the family's keyword, and parameters that
+# belong to the family's structure (trials) rather than its natural parameters.
+_FAMILY_KEYWORDS = {("Beta", "a"): "a", ("Wishart", "dof"): "dof"}
+_STRUCTURAL = {("Binomial", "trials"), ("Multinomial", "trials")}

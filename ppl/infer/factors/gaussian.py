@@ -1,0 +1,225 @@
+"""`y ~ Normal(m, τ)` and `y ~ MvNormal(m, Λ)`: VMP messages to the value, to every Gaussian
+read in the linear mean, and to a Gamma / Wishart precision (scaled, isotropic or ARD).
+
+With E[(y−m)²] = E[y²] − 2E[y]E[m] + E[m²] (y, m and τ independent under mean field):
+  E[log N] = ½E[log τ] − ½log 2π − ½E[τ]E[(y−m)²]                 (MvNormal: traces)
+  to y:    (E[τ]E[m], −½E[τ])
+  to u in term a·u of m = a·u + b:  (E[τ]E[a](E[y] − E[b]), −½E[τ]E[a²])
+  to τ (Gamma, precision = s·τ):   (½, −½ s E[(y−m)²])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppl.infer.access import Unsupported
+from ppl.infer.factors.base import FactorRuntime
+from ppl.infer.linear import LinearBuilder, form_moments, scalar_part, term_moments, vector_moments
+from ppl.lang import ast
+
+LOG_2PI = np.log(2 * np.pi)
+
+
+class GaussianFactor(FactorRuntime):
+    def __init__(self, factor, model, env, dataset, families):
+        super().__init__(factor, model, env, dataset)
+        self.families = families
+        self.dim = families[factor.target.name].event_shape[0] if factor.dist.name == "MvNormal" else 0
+        self.mean = LinearBuilder(self.builder, self.plate, model, self.dim).build(self.args["mean"])
+        for term in self.mean.terms:
+            for access in term.scalars + ([term.vector] if term.vector else []):
+                self.add_read(access)
+        role = next(r for r in ("precision", "sd", "var", "cov") if r in self.args)
+        self.precision = _Precision(self, role, self.args[role], model)
+
+    # -- moments of the pieces
+    def _value(self, state):
+        m = self.target.gather(state.moments(self.factor.target.name))
+        if not self.dim:
+            return m[..., 0], m[..., 1]
+        d = self.dim
+        return m[..., :d], m[..., d:].reshape(m.shape[:-1] + (d, d))
+
+    def _squared_error(self, state):
+        """E[(y−m)²] (scalar) or E[(y−m)(y−m)ᵀ] (vector), plate + (C,) [+ (D, D)]."""
+        y1, y2 = self._value(state)
+        m1, m2 = form_moments(state, self.mean)
+        if not self.dim:
+            return y2 - 2 * y1 * m1 + m2
+        cross = np.einsum("...i,...j->...ij", y1, m1)
+        return y2 - cross - np.swapaxes(cross, -1, -2) + m2
+
+    def _expected_log(self, state):
+        prec, logdet = self.precision.expect(state)
+        err = self._squared_error(state)
+        if not self.dim:
+            return 0.5 * logdet - 0.5 * LOG_2PI - 0.5 * prec * err
+        return 0.5 * logdet - 0.5 * self.dim * LOG_2PI - 0.5 * np.einsum("...ij,...ji->...", prec, err)
+
+    # -- messages
+    def _message(self, state, access):
+        if access is self.target:
+            return self._to_value(state)
+        if access is self.precision.access:
+            return self.precision.message(state, self._squared_error(state))
+        return self._to_mean_read(state, access)
+
+    def _to_value(self, state):
+        prec, _ = self.precision.expect(state)
+        m1, _ = form_moments(state, self.mean)
+        if not self.dim:
+            return np.stack(np.broadcast_arrays(prec * m1, -0.5 * prec), axis=-1)
+        h = np.einsum("...ij,...j->...i", prec, m1)
+        return np.concatenate([h, (-0.5 * prec).reshape(prec.shape[:-2] + (-1,))], axis=-1)
+
+    def _to_mean_read(self, state, access):
+        prec, _ = self.precision.expect(state)
+        y1, _ = self._value(state)
+        m1, _ = form_moments(state, self.mean)
+        term = next(t for t in self.mean.terms if access is t.vector or any(access is s for s in t.scalars))
+        t1, _ = term_moments(state, term, self.dim)
+        residual = y1 - (m1 - t1)  # E[y] − E[b]
+        if access is term.vector:
+            s1, s2 = scalar_part(state, term)
+            if term.contract:  # scalar mean, a = coef · Π s (a D-vector)
+                a1 = term.coef * _e(s1)
+                a2 = np.einsum("...i,...j->...ij", term.coef, term.coef) * _e(_e(s2))
+                h = (prec * residual)[..., None] * a1
+                return _pack(h, -0.5 * prec[..., None, None] * a2)
+            a1, a2 = term.coef * s1, term.coef ** 2 * s2  # vector mean, scalar coefficient
+            h = np.einsum("...ij,...j->...i", prec, residual) * _e(a1)
+            return _pack(h, -0.5 * _e(_e(a2)) * prec)
+        s1, s2 = scalar_part(state, term, skip=access)
+        if term.vector is None:
+            a1, a2 = term.coef * s1, term.coef ** 2 * s2
+        else:
+            v1, v2 = vector_moments(state, term.vector, self.families[term.vector.name].event_shape[0])
+            if not term.contract:
+                raise Unsupported(f"a scalar latent times a vector latent in `{self.name}`'s mean",
+                                  self.factor.span)
+            a1 = np.sum(term.coef * v1, -1) * s1
+            a2 = np.einsum("...i,...ij,...j->...", term.coef, v2, term.coef) * s2
+        if self.dim:
+            raise Unsupported(f"a scalar latent scaling the vector mean of `{self.name}`", self.factor.span)
+        first, second = np.broadcast_arrays(prec * a1 * residual, -0.5 * prec * a2)
+        return np.stack([first, second], axis=-1)
+
+
+class _Precision:
+    """The precision argument: a constant, or a scaled read of a Gamma / Wishart variable,
+    a Gamma scalar times a fixed matrix (`alpha * eye(D)`), or `diag(alpha)` (ARD)."""
+
+    def __init__(self, owner: GaussianFactor, role: str, expr, model):
+        self.owner = owner
+        self.access = None
+        self.kind = "const"
+        self.scale = 1.0
+        self.matrix = None
+        dim = owner.dim
+        latent = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)
+                  and model.variables.get(n.id) is not None and model.variables[n.id].kind == "latent"]
+        if not latent:
+            value = owner.data(expr)
+            if role == "sd":
+                value = 1.0 / value ** 2
+            elif role == "var":
+                value = 1.0 / value
+            elif role == "cov":
+                value = np.linalg.inv(value)
+            self.value = value
+            return
+        if role != "precision":
+            raise Unsupported(f"a latent `{role}` in `{owner.name}`: use `precision` for conjugate updates",
+                              expr.span)
+        self._parse(expr, model, dim)
+
+    def _parse(self, expr, model, dim):
+        owner = self.owner
+        if isinstance(expr, ast.BinOp) and expr.op == "*":
+            for latent_side, data_side in ((expr.left, expr.right), (expr.right, expr.left)):
+                if not any(isinstance(n, ast.Name) and model.variables.get(n.id) is not None
+                           and model.variables[n.id].kind == "latent" for n in ast.walk(data_side)):
+                    value = owner.data(data_side)
+                    if dim and np.ndim(value) >= 2 and value.shape[-2:] == (dim, dim):
+                        self.matrix = value if self.matrix is None else self.matrix * value
+                    else:
+                        self.scale = self.scale * value
+                    return self._parse(latent_side, model, dim)
+        if isinstance(expr, ast.Call) and expr.func == "diag" and dim and isinstance(expr.args[0], ast.Name):
+            self.kind = "diag"
+            self.access = owner.add_read(_WholeVector(expr.args[0].id, dim, owner.builder.shape()))
+            return
+        if isinstance(expr, (ast.Name, ast.Index)):
+            access = owner.builder.build(expr)
+            family = model.variables[access.name].dist
+            self.access = owner.add_read(access)
+            if family == "Wishart" and dim:
+                self.kind = "wishart"
+            elif family == "Gamma" and not dim:
+                self.kind = "gamma"
+            elif family == "Gamma" and dim and self.matrix is not None:
+                self.kind = "gamma-matrix"
+            else:
+                raise Unsupported(f"precision `{ast.text(expr)}` ({family}) is not conjugate here", expr.span)
+            return
+        raise Unsupported(f"the engine cannot run precision `{ast.text(expr)}` yet", expr.span)
+
+    def expect(self, state):
+        """(E[precision], E[log precision]) with log-determinants for matrices."""
+        s = self.scale
+        if self.kind == "const":
+            v = self.value
+            if self.owner.dim:
+                sign, logdet = np.linalg.slogdet(v)
+                return v, logdet
+            return v, np.log(v)
+        m = self.access.gather(state.moments(self.access.name))
+        if self.kind == "gamma":
+            return s * m[..., 1], np.log(s) + m[..., 0]
+        d = self.owner.dim
+        if self.kind == "wishart":
+            return _e(_e(s)) * m[..., : d * d].reshape(m.shape[:-1] + (d, d)), d * np.log(s) + m[..., d * d]
+        if self.kind == "gamma-matrix":
+            sign, logdet = np.linalg.slogdet(self.matrix)
+            return _e(_e(s * m[..., 1])) * self.matrix, d * (np.log(s) + m[..., 0]) + logdet
+        alpha, log_alpha = m[..., 1], m[..., 0]  # diag: (plate, C, D)
+        return _e(_e(s)) * alpha[..., None] * np.eye(d), np.sum(np.log(s) + log_alpha, -1)
+
+    def message(self, state, err):
+        s = self.scale
+        d = self.owner.dim
+        if self.kind == "gamma":
+            return np.stack(np.broadcast_arrays(0.5 + 0 * err, -0.5 * s * err), axis=-1)
+        if self.kind == "wishart":
+            scaled = -0.5 * _e(_e(s)) * err
+            half = np.full(err.shape[:-2] + (1,), 0.5)
+            return np.concatenate([scaled.reshape(err.shape[:-2] + (d * d,)), half], axis=-1)
+        if self.kind == "gamma-matrix":
+            trace = np.einsum("...ij,...ji->...", self.matrix, err)
+            return np.stack(np.broadcast_arrays(0.5 * d + 0 * trace, -0.5 * s * trace), axis=-1)
+        diagonal = np.diagonal(err, axis1=-2, axis2=-1)  # diag: message per coordinate of alpha
+        return np.stack(np.broadcast_arrays(0.5 + 0 * diagonal, -0.5 * _e(s) * diagonal), axis=-1)
+
+
+class _WholeVector:
+    """A read of every element of a vector-shaped Gamma variable (`diag(alpha)` in ARD)."""
+
+    def __init__(self, name: str, dim: int, shape: tuple):
+        self.name = name
+        self.dim = dim
+        self.shape = shape
+        self.selector = None
+
+    def gather(self, moments):
+        return np.broadcast_to(moments, self.shape + moments.shape)
+
+    def scatter(self, message):
+        return message.reshape(-1, self.dim, message.shape[-1]).sum(axis=0)
+
+
+def _e(x):
+    return np.asarray(x)[..., None] if np.ndim(x) else x
+
+
+def _pack(h, j):
+    return np.concatenate([h, j.reshape(j.shape[:-2] + (-1,))], axis=-1)

@@ -1,0 +1,92 @@
+"""Starting points: every latent variable from its prior message (dependency order), then the
+symmetry of mixtures broken by k-means++ seeding on the data a latent category selects for,
+or by random responsibilities when that data is not a point cloud."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppl.infer.build import observed_stats
+from ppl.infer.state import State
+
+_NEUTRAL = {
+    "Normal": lambda f: f.natural(mean=0.0, precision=1.0),
+    "MvNormal": lambda f: f.natural(mean=np.zeros(f.dim), precision=np.eye(f.dim)),
+    "Gamma": lambda f: f.natural(shape=1.0, rate=1.0),
+    "Wishart": lambda f: f.natural(dof=f.dim + 1.0, scale=np.eye(f.dim)),
+    "Dirichlet": lambda f: f.natural(alpha=np.ones(f.k)),
+    "Beta": lambda f: f.natural(a=1.0, b=1.0),
+    "Categorical": lambda f: f.natural(probs=np.full(f.k, 1.0 / f.k)),
+}
+
+
+def initialise(problem, rng: np.random.Generator) -> State:
+    state = State(problem.families, problem.shapes)
+    dataset = problem.dataset
+    for name, values in dataset.arrays.items():
+        if name in problem.families:
+            family = problem.families[name]
+            stats = observed_stats(family, values).reshape(-1, family.size)
+            mask = dataset.masks.get(name)
+            state.observe(name, stats, None if mask is None else _element_mask(mask, stats.shape[0]))
+    for name in problem.latent:
+        family = problem.families[name]
+        size = int(np.prod(problem.shapes[name], dtype=np.int64))
+        state.set(name, np.broadcast_to(_NEUTRAL[family.name](family), (size, family.size)).copy())
+    for name in problem.latent:
+        own = [f for f in problem.neighbours[name] if f.factor.target.name == name]
+        if own:
+            state.set(name, sum(f.message(state, name) for f in own))
+    for name in problem.latent:
+        if problem.families[name].name == "Categorical":
+            _break_symmetry(problem, state, name, rng)
+    return state
+
+
+def _element_mask(mask: np.ndarray, elements: int) -> np.ndarray:
+    """Observed per element: a row of an event (an MvNormal row) is observed only if all of it is."""
+    return mask.reshape(elements, -1).all(axis=1)
+
+
+def _break_symmetry(problem, state, name: str, rng) -> None:
+    """Responsibilities for a latent category that selects mixture components."""
+    family = problem.families[name]
+    k = family.k
+    size = state.natural[name].shape[0]
+    points = _selected_data(problem, name)
+    if points is not None and points.shape[0] == size:
+        labels = _kmeans(points, k, rng)
+        probs = np.full((size, k), 1e-3 / k)
+        probs[np.arange(size), labels] += 1 - 1e-3
+    else:
+        probs = rng.dirichlet(np.ones(k), size=size)
+    state.set(name, np.log(probs))
+
+
+def _selected_data(problem, name):
+    """Observed real data drawn with parameters selected by `name`, one row per element of it."""
+    for factor in problem.factors:
+        if factor.selector is not None and factor.selector.name == name:
+            target = factor.factor.target.name
+            values = problem.dataset.arrays.get(target)
+            if values is not None and problem.families[target].name in ("Normal", "MvNormal"):
+                return values.reshape(values.shape[0], -1).astype(float)
+    return None
+
+
+def _kmeans(points: np.ndarray, k: int, rng, iterations: int = 10) -> np.ndarray:
+    """k-means++ seeding and a few Lloyd steps; returns a label per point."""
+    n = points.shape[0]
+    centres = [points[rng.integers(n)]]
+    for _ in range(1, k):
+        d2 = np.min(((points[:, None, :] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
+        total = d2.sum()
+        centres.append(points[rng.choice(n, p=d2 / total)] if total > 0 else points[rng.integers(n)])
+    centres = np.array(centres)
+    for _ in range(iterations):
+        labels = np.argmin(((points[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
+        for j in range(k):
+            members = points[labels == j]
+            if len(members):
+                centres[j] = members.mean(axis=0)
+    return np.argmin(((points[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)

@@ -1,0 +1,54 @@
+"""The variational state: natural parameters of every latent variable, with cached moments.
+
+Observed and partially observed variables live here too: their moments are the sufficient
+statistics of the data, with missing cells taken from q (imputation by the same messages).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class State:
+    """λ per latent variable as a (elements, size) array; moments E[t(x)] computed on demand."""
+
+    def __init__(self, families: dict, shapes: dict):
+        self.families = families  # name -> Family
+        self.shapes = shapes  # name -> plate shape
+        self.natural: dict = {}
+        self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
+        self._moments: dict = {}
+
+    def set(self, name: str, natural: np.ndarray) -> None:
+        self.natural[name] = natural
+        self._moments.pop(name, None)
+
+    def observe(self, name: str, stats: np.ndarray, mask: np.ndarray | None) -> None:
+        self.observed[name] = (stats, mask)
+        self._moments.pop(name, None)
+
+    def moments(self, name: str) -> np.ndarray:
+        cached = self._moments.get(name)
+        if cached is None:
+            if name in self.observed and self.observed[name][1] is None:
+                cached = self.observed[name][0]
+            else:
+                cached = self.families[name].to_mean(self.natural[name])
+                if name in self.observed:
+                    stats, mask = self.observed[name]
+                    cached = np.where(mask[:, None], stats, cached)
+            self._moments[name] = cached
+        return cached
+
+    def entropy(self, name: str) -> float:
+        """H[q] summed over the latent elements (the missing cells of a partially observed array)."""
+        h = self.families[name].entropy(self.natural[name])
+        if name in self.observed:
+            h = np.where(self.observed[name][1], 0.0, h)
+        return float(np.sum(h))
+
+    def copy(self) -> "State":
+        other = State(self.families, self.shapes)
+        other.natural = {k: v.copy() for k, v in self.natural.items()}
+        other.observed = self.observed
+        return other
