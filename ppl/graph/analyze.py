@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ppl.diagnostics import ModelError, OptionError, nearest
 from ppl.graph import forms
 from ppl.graph.conjugacy import applicable, match
+from ppl.graph.joint import joint_groups
 from ppl.lang import ast
 from ppl.lang.model import CheckedModel, Factor
 from ppl.lang.rules import rule_name
@@ -43,6 +44,7 @@ class Analysis:
     tags: tuple[Tag, ...]
     scopes: dict  # latent name -> ("global" | "local", reason)
     blocks: tuple[Block, ...]
+    groups: tuple = ()  # joint.Group: variables sharing one factor of q
 
     def for_factor(self, factor: str) -> tuple[Tag, ...]:
         return tuple(t for t in self.tags if t.factor == factor)
@@ -61,6 +63,8 @@ class Analysis:
             "variables": variables,
             "blocks": [{"variables": list(b.variables), "plates": list(b.plates), "rule": "ssmf",
                         "reason": b.reason} for b in self.blocks],
+            "groups": [{"variables": [g.mean, g.precision], "family": g.family, "reason": g.reason}
+                       for g in self.groups],
         }
 
 
@@ -71,6 +75,7 @@ def analyze(model: CheckedModel, dataset=None, methods: dict | None = None) -> A
     partial = set(dataset.masks) if dataset is not None else set()
     scopes = _scopes(model, latent)
     blocks = _blocks(model, latent, scopes)
+    groups = joint_groups(model)
     in_block = {v: b for b in blocks for v in b.variables}
     tags = []
     for factor in model.factors:
@@ -86,7 +91,7 @@ def analyze(model: CheckedModel, dataset=None, methods: dict | None = None) -> A
                 if not forms.reads(body, var):
                     continue
                 tags.append(_tag(model, factor, role, body, var, requested, in_block, target))
-    return Analysis(_merge_roles(tags), scopes, blocks)
+    return Analysis(_merge_roles(tags), scopes, blocks, groups)
 
 
 def _merge_roles(tags: list[Tag]) -> tuple[Tag, ...]:
@@ -163,6 +168,8 @@ def _requested(factor: Factor, methods: dict):
     if factor.name in methods:
         return methods[factor.name], {}, None, "--method"
     for note in factor.annotations:
+        if note.rule == "joint":
+            continue
         options = {k: (v.value if isinstance(v, ast.Number) else v.id) for k, v in note.options}
         return rule_name(note.rule), options, note.span, "annotation"
     return None

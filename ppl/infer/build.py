@@ -11,6 +11,8 @@ from ppl import families as fam
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.gaussian import GaussianFactor
+from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
+from ppl.lang import ast
 from ppl.infer.plates import Environment
 
 AVAILABLE_RULES = ("vmp",)
@@ -51,20 +53,50 @@ def build_problem(model, dataset, analysis) -> Problem:
             continue
         shapes[name] = tuple(env.size(d) for d in var.plates)
         families[name] = family_for(var, env)
-    runtimes = []
+    runtimes, latent = _joint_factors(model, dataset, env, analysis, families, shapes)
+    done = {f.factor.name for f in runtimes} | {
+        f.name for g in analysis.groups for f in model.factors_of(g.precision)}
     for factor in model.factors:
+        if factor.name in done:
+            continue
         if factor.dist.name in ("Normal", "MvNormal"):
             runtimes.append(GaussianFactor(factor, model, env, dataset, families))
         else:
             runtimes.append(ConjugateFactor(factor, model, env, dataset, families,
                                             families[factor.target.name]))
-    latent = [n for n, v in model.variables.items() if v.kind == "latent"]
     latent += [n for n in dataset.masks if n in families]
     neighbours = {name: [f for f in runtimes if name in f.reads] for name in latent}
-    scopes = analysis.scopes
+    scopes = dict(analysis.scopes)
+    scopes.update({group_key(g): analysis.scopes[g.mean] for g in analysis.groups})
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
             [n for n in latent if scopes.get(n, ("local",))[0] != "global"]
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent)
+
+
+def _joint_factors(model, dataset, env, analysis, families, shapes):
+    """Runtimes for `@joint` groups, and the latent list with each group in place of its pair."""
+    runtimes, grouped = [], {}
+    for group in analysis.groups:
+        key = group_key(group)
+        mean_var = model.variables[group.mean]
+        dim = env.size(mean_var.event_shape[0]) if mean_var.event_shape else 1
+        families[key] = fam.NormalWishart(dim)
+        shapes[key] = shapes[group.mean]
+        grouped[group.mean], grouped[group.precision] = key, key
+        own = model.factors_of(group.mean)[0]
+        partner = model.factors_of(group.precision)[0]
+        runtimes.append(JointPrior(own, partner, group, model, env, dataset, families[key]))
+        for factor in model.factors:
+            if factor is not own and factor.args.get("mean") is not None and any(
+                    isinstance(n, ast.Name) and n.id == group.mean for n in ast.walk(factor.args["mean"])):
+                runtimes.append(JointGaussian(factor, group, model, env, dataset, families[key]))
+    latent = []
+    for name, var in model.variables.items():
+        if var.kind == "latent":
+            key = grouped.get(name, name)
+            if key not in latent:
+                latent.append(key)
+    return runtimes, latent
 
 
 def family_for(var, env):

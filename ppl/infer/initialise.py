@@ -17,6 +17,7 @@ _NEUTRAL = {
     "Dirichlet": lambda f: f.natural(alpha=np.ones(f.k)),
     "Beta": lambda f: f.natural(a=1.0, b=1.0),
     "Categorical": lambda f: f.natural(probs=np.full(f.k, 1.0 / f.k)),
+    "NormalWishart": lambda f: f.natural(mean=np.zeros(f.dim), beta=1.0, dof=f.dim + 1.0, scale=np.eye(f.dim)),
 }
 
 
@@ -34,7 +35,7 @@ def initialise(problem, rng: np.random.Generator) -> State:
         size = int(np.prod(problem.shapes[name], dtype=np.int64))
         state.set(name, np.broadcast_to(_NEUTRAL[family.name](family), (size, family.size)).copy())
     for name in problem.latent:
-        own = [f for f in problem.neighbours[name] if f.factor.target.name == name]
+        own = [f for f in problem.neighbours[name] if f.target.name == name]
         if own:
             state.set(name, sum(f.message(state, name) for f in own))
     for name in problem.latent:

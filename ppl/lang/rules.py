@@ -17,6 +17,9 @@ RULES: dict[str, tuple[str, frozenset]] = {
     "laplace": ("laplace", frozenset({"iters"})),
     "delta": ("delta", frozenset()),
     "ssmf": ("ssmf", frozenset({"samples"})),
+    # Not a message rule but a choice of q: the Gaussian and its Gamma/Wishart precision share
+    # one Normal–Gamma / Normal–Wishart factor of q (structured mean field, Bishop §10.2).
+    "joint": ("joint", frozenset()),
 }
 
 RULE_NAMES = frozenset(name for name, _ in RULES.values())

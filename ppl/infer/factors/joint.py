@@ -1,0 +1,105 @@
+"""Factors of a `@joint` group q(μ, Λ) (Normal–Wishart; Normal–Gamma when one-dimensional).
+
+The pair of priors `Λ ~ Wishart(ν0, W0)`, `μ ~ MvNormal(m0, β0·Λ)` is one Normal–Wishart factor
+with constant natural parameters. A likelihood `y ~ MvNormal(μ[i], s·Λ[i])` is linear in the
+joint statistics t = (Λμ, μᵀΛμ, vec Λ, log|Λ|):
+
+    log N(y | μ, sΛ) = s yᵀ(Λμ) − (s/2) μᵀΛμ − (s/2) tr(Λ y yᵀ) + ½ log|Λ| + (D/2) log s − (D/2) log 2π
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppl.families.normal_wishart import LOG_2PI
+from ppl.infer.access import Unsupported
+from ppl.infer.factors.base import FactorRuntime
+from ppl.lang import ast
+
+
+def group_key(group) -> str:
+    return f"({group.mean}, {group.precision})"
+
+
+def _scale_of(owner, expr, partner: str):
+    """s in `s * partner[...]` (1 for a bare read), as data over the owner's plate."""
+    if isinstance(expr, ast.BinOp) and expr.op == "*":
+        left_reads = any(isinstance(n, ast.Name) and n.id == partner for n in ast.walk(expr.left))
+        read, data = (expr.left, expr.right) if left_reads else (expr.right, expr.left)
+        return owner.data(data), read
+    return 1.0, expr
+
+
+class JointPrior(FactorRuntime):
+    """The two prior statements of a group as one Normal–Wishart factor."""
+
+    def __init__(self, factor, partner_factor, group, model, env, dataset, family):
+        super().__init__(factor, model, env, dataset)
+        self.key = group_key(group)
+        self.family = family
+        self.target.name = self.key
+        self.reads = {self.key: [self.target]}
+        beta, _ = _scale_of(self, self.args["precision"], group.precision)
+        p = {role: self.data(expr) for role, expr in partner_factor.args.items()}
+        if partner_factor.dist.name == "Gamma":  # Gamma(a, b) is the one-dimensional Wishart(2a, 1/(2b))
+            dof, scale = 2.0 * p["shape"], 1.0 / (2.0 * p["rate"])
+        else:
+            dof, scale = p["dof"], p["scale"]
+        mean = self.data(self.args["mean"])
+        self.eta = family.natural(mean=mean, beta=beta, dof=dof, scale=scale)
+        self.name = f"{factor.name}, {partner_factor.name}"
+
+    def _message(self, state, access):
+        return np.broadcast_to(self.eta, self.builder.shape() + (self.family.size,))
+
+    def _expected_log(self, state):
+        moments = self.target.gather(state.moments(self.key))
+        eta = np.broadcast_to(self.eta, moments.shape)
+        return (np.sum(eta * moments, -1) - self.family.log_partition(eta)
+                + self.family.expected_log_base(eta))
+
+
+class JointGaussian(FactorRuntime):
+    """`y ~ MvNormal(μ[i], s·Λ[i])` (or Normal) with (μ, Λ) one group of q."""
+
+    def __init__(self, factor, group, model, env, dataset, family):
+        super().__init__(factor, model, env, dataset)
+        self.key = group_key(group)
+        self.dim = family.dim
+        self.scale, _ = _scale_of(self, self.args["precision"], group.precision)
+        self.read = self.builder.build(self.args["mean"])
+        self.read.name = self.key
+        self.add_read(self.read)
+        if factor.target.name in self.reads and factor.target.name != self.key:
+            raise Unsupported(f"`{factor.target.name}` must be observed in `{self.name}` under @joint",
+                              factor.span)
+
+    def _value(self, state):
+        m = self.target.gather(state.moments(self.factor.target.name))
+        d = self.dim
+        if m.shape[-1] == 2 and d == 1:  # Normal statistics (y, y²)
+            return m[..., :1], m[..., 1:].reshape(m.shape[:-1] + (1, 1))
+        return m[..., :d], m[..., d:].reshape(m.shape[:-1] + (d, d))
+
+    def _group(self, state):
+        d = self.dim
+        g = self.read.gather(state.moments(self.key))
+        return g[..., :d], g[..., d], g[..., d + 1: d + 1 + d * d].reshape(g.shape[:-1] + (d, d)), g[..., -1]
+
+    def _expected_log(self, state):
+        y1, y2 = self._value(state)
+        lam_mu, quad, lam, logdet = self._group(state)
+        s, d = self.scale, self.dim
+        fit = np.einsum("...ij,...ji->...", lam, y2) - 2 * np.sum(y1 * lam_mu, -1) + quad
+        return 0.5 * d * np.log(s) + 0.5 * logdet - 0.5 * d * LOG_2PI - 0.5 * s * fit
+
+    def _message(self, state, access):
+        y1, y2 = self._value(state)
+        s = np.asarray(self.scale, dtype=float)
+        shape = self.builder.shape()
+        d = self.dim
+        s_ = np.broadcast_to(s, shape)
+        parts = [s_[..., None] * np.broadcast_to(y1, shape + (d,)), -0.5 * s_[..., None],
+                 (-0.5 * s_[..., None, None] * np.broadcast_to(y2, shape + (d, d))).reshape(shape + (d * d,)),
+                 np.full(shape + (1,), 0.5)]
+        return np.concatenate(parts, axis=-1)
