@@ -55,8 +55,9 @@ class Analysis:
             if var.kind == "const":
                 continue
             node = graph.nodes[name]
+            scope, why = self.scopes.get(name, (None, None))
             variables.append({"name": name, "shape": list(node["shape"]), "kind": node["state"],
-                              "scope": self.scopes.get(name, (None,))[0]})
+                              "scope": scope, "scope_reason": why})
         return {
             "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason,
                          "role": t.role, "pair": t.pair, "candidate": t.candidate} for t in self.tags],
@@ -127,9 +128,12 @@ def _tag(model, factor: Factor, role: str, body, var: str, requested, in_block, 
                   f"in {family} `{var}` ({form})")
     default = rule
     options = {}
+    candidate = None
+    if var in in_block and target in in_block and in_block[var] is in_block[target]:
+        candidate = "ssmf"
     if requested is not None:
         wanted, options, span, source = requested
-        problem = applicable(wanted, factor.dist.name, family, form, default)
+        problem = applicable(wanted, factor.dist.name, family, form, default, candidate is not None)
         if problem is not None:
             message = f"`{wanted}` cannot apply to `{factor.name}` → `{var}`: {problem}"
             if source == "annotation":
@@ -138,9 +142,7 @@ def _tag(model, factor: Factor, role: str, body, var: str, requested, in_block, 
         if wanted != rule:
             reason = f"{wanted} requested ({source}); default would be {default}: {reason}"
             rule = wanted
-    candidate = None
-    if var in in_block and target in in_block and in_block[var] is in_block[target]:
-        candidate = "ssmf"
+    if candidate:
         reason += f"; `{var}` and `{target}` form a local block (ssmf candidate)"
     return Tag(factor.name, var, role, form, rule, reason, pair, candidate, options)
 
@@ -176,8 +178,15 @@ def _requested(factor: Factor, methods: dict):
 
 
 def _scopes(model: CheckedModel, latent: set) -> dict:
-    """Local: a plate of the variable grows with the data (rows or levels of a category)."""
-    growing = {name for name, size in model.sizes.items() if size.origin in ("rows", "levels")}
+    """Local: a plate of the variable grows with the data — the rows, or the levels of a
+    categorical column used as an index (documents in long-format data). The levels of a
+    categorical response (the classes of a classifier) do not grow with the data."""
+    indexers = {n.id for f in model.factors for e in list(f.args.values()) + [f.target]
+                for node in ast.walk(e if not isinstance(e, ast.LValue) else ast.Name(e.name, e.span))
+                if isinstance(node, ast.Index) for i in node.indices for n in ast.walk(i)
+                if isinstance(n, ast.Name)}
+    growing = {name for name, size in model.sizes.items()
+               if size.origin == "rows" or (size.origin == "levels" and size.data in indexers)}
     largest = next((n for n, s in model.sizes.items() if s.origin == "rows"), None)
     scopes = {}
     for name in latent:
@@ -186,8 +195,10 @@ def _scopes(model: CheckedModel, latent: set) -> dict:
         if hit:
             which = "rows" if hit[0] == largest else f"levels of `{model.sizes[hit[0]].data}`"
             scopes[name] = ("local", f"one element per {hit[0]} ({which}): grows with the data")
+        elif plates:
+            scopes[name] = ("global", f"its plates {', '.join(map(str, plates))} do not grow with the data")
         else:
-            scopes[name] = ("global", "its size does not depend on the number of rows")
+            scopes[name] = ("global", "a single element shared by every row")
     return scopes
 
 

@@ -69,7 +69,7 @@ def match(dist: str, role: str, family: str, form: str) -> Pattern | None:
 
 
 # Which rules an annotation may ask for on an edge, given what the table says of it.
-def applicable(rule: str, dist: str, family: str, form: str, default: str) -> str | None:
+def applicable(rule: str, dist: str, family: str, form: str, default: str, in_block: bool = False) -> str | None:
     """None when `rule` can serve the edge, else the reason it cannot."""
     gaussian = family in GAUSSIAN
     logistic = form == "link:logistic"
@@ -89,6 +89,7 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str) -> st
                         "stick-breaking is for Categorical with a softmax link"),
         "laplace": (gaussian and default != "vmp", "Laplace VI is for a Gaussian with non-conjugate children"),
         "delta": (gaussian and default != "vmp", "delta VI is for a Gaussian with non-conjugate children"),
+        "ssmf": (in_block, "SSMF is for edges inside a block of dependent local variables"),
     }
     ok, reason = checks.get(rule, (False, "unknown rule"))
     return None if ok else reason

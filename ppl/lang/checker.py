@@ -15,7 +15,7 @@ from ppl.lang.declarations import check_declarations
 from ppl.lang.exprtypes import Scope, index_range, infer
 from ppl.lang.model import CheckedModel, Definition, Plate
 from ppl.lang.rules import RULES
-from ppl.lang.statements import type_define, type_sample
+from ppl.lang.statements import type_define, type_sample, widen_to_pieces
 
 
 def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
@@ -27,8 +27,14 @@ def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
     order = _dependency_order(statements, scope)
     factors, definitions = [], {}
     for name in order:
-        for stmt, plates in (s for s in statements if s[0].target.name == name):
+        pieces = [s for s in statements if s[0].target.name == name]
+        # Pieces that read earlier elements of the variable (`x[t-1]`) go last, once the
+        # starting pieces (`x[1]`) have fixed its element shape; the variable then spans them all.
+        pieces.sort(key=lambda s: _reads_itself(s[0]))
+        for stmt, plates in pieces:
             scope.loops = {p.var: p for p in plates}
+            if _reads_itself(stmt):
+                widen_to_pieces(name, pieces, scope)
             if isinstance(stmt, ast.Sample):
                 _check_annotations(stmt)
                 factors.append(type_sample(stmt, plates, scope))
@@ -43,6 +49,11 @@ def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
         sizes=dict(scope.sizes), variables=dict(scope.variables), factors=tuple(factors),
         definitions={k: tuple(v) for k, v in definitions.items()},
         data={i.name: i for i in program.items if isinstance(i, ast.DataDecl)}, overrides=overrides)
+
+
+def _reads_itself(stmt) -> bool:
+    value = stmt.dist if isinstance(stmt, ast.Sample) else stmt.value
+    return any(isinstance(n, ast.Name) and n.id == stmt.target.name for n in ast.walk(value))
 
 
 def _source_stmt(factor, statements):

@@ -85,7 +85,7 @@ def type_sample(stmt: ast.Sample, plates, scope: Scope) -> Factor:
             raise ModelError("E257", f"a {dist.name} variable must be observed: declare "
                              f"`{target.name}` with `data`", span=target.name_span)
         if stmt.type is not None:
-            element = _declared(stmt, dist, element, event)
+            element = _declared(stmt, dist, element, event, scope)
         shape = _full_shape(variable, index_dims, element, stmt)
         elem = value_type(dist)
         scope.variables[target.name] = Variable(target.name, "latent", elem, shape, len(event),
@@ -178,12 +178,18 @@ def _check_data_target(stmt, dist: Distribution, variable: Variable, index_dims,
                          f"probabilities have {levels}", span=stmt.dist.span)
 
 
-def _declared(stmt: ast.Sample, dist: Distribution, element, event):
+def _resolve(dim, scope: Scope):
+    """A declared dimension with constants replaced by their values (sizes stay names)."""
+    value = scope.constants.get(dim) if isinstance(dim, str) else dim
+    return value if isinstance(value, int) else dim
+
+
+def _declared(stmt: ast.Sample, dist: Distribution, element, event, scope: Scope):
     spec = stmt.type
     if spec.elem != value_type(dist) and not (spec.elem == "real" and value_type(dist) == "real"):
         raise ModelError("E263", f"{dist.name} draws {value_type(dist)} values, not {spec.elem}",
                          span=spec.span)
-    declared = tuple(spec.dims)
+    declared = tuple(_resolve(d, scope) for d in spec.dims)
     if declared[len(declared) - len(event):] != tuple(event) and event:
         raise ModelError("E264", f"declared shape {show(declared)} must end with the event "
                          f"shape {show(event)}", span=spec.span)
@@ -193,6 +199,21 @@ def _declared(stmt: ast.Sample, dist: Distribution, element, event):
         raise ModelError("E264", f"declared shape {show(declared)} does not fit `{dist.name}` "
                          f"arguments of shape {show(element)}", span=spec.span) from None
     return declared
+
+
+def widen_to_pieces(name: str, pieces, scope: Scope) -> None:
+    """Give a variable defined in pieces (`x[1]`, then `x[t]` for t in 2..T) its whole extent
+    before a piece that reads its own earlier elements is typed."""
+    variable = scope.variables.get(name)
+    if variable is None:
+        return
+    dims = list(variable.shape)
+    for stmt, plates in pieces:
+        for axis, index in enumerate(stmt.target.indices):
+            dim = _index_dim(index, plates)
+            if axis < len(dims) and (isinstance(dim, str) or (isinstance(dims[axis], int) and dim > dims[axis])):
+                dims[axis] = dim
+    scope.variables[name] = replace(variable, shape=tuple(dims))
 
 
 def _full_shape(existing: Variable | None, index_dims, element, stmt):

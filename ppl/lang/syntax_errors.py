@@ -64,10 +64,32 @@ def explain(exc: UnexpectedInput, parser, text: str) -> tuple[str | None, str | 
     if isinstance(exc, UnexpectedCharacters):
         char = text[exc.pos_in_stream]
         return _CHARACTER_HINTS.get(char, (f"unexpected character `{char}`", None))
-    try:
-        label = exc.match_examples(parser.parse, EXAMPLES, use_accepts=True)
-    except UnexpectedInput:  # an example that does not fail; treat as no match
-        label = None
-    if label is None:
-        return None, None
-    return label
+    return _match(exc, parser)
+
+
+def _state(exc: UnexpectedInput):
+    """The LALR state an error happened in (Lark gives an int or a `ParserState`)."""
+    state = getattr(exc, "state", None)
+    return getattr(state, "position", state)
+
+
+def _match(exc: UnexpectedInput, parser) -> tuple[str | None, str | None]:
+    """The first example failing in the same parser state with the same acceptable tokens.
+
+    Lark's own `match_examples` does this too, but 1.3.1 formats a `ParserState` with `%d` in
+    a debug message and raises TypeError whenever two states match with different accepts.
+    """
+    state, accepts = _state(exc), getattr(exc, "accepts", None)
+    token = getattr(getattr(exc, "token", None), "type", None)
+    fallback = None
+    for label, snippets in EXAMPLES.items():
+        for snippet in snippets:
+            try:
+                parser.parse(snippet)
+            except UnexpectedInput as other:
+                if _state(other) != state or getattr(other, "accepts", None) != accepts:
+                    continue
+                if getattr(getattr(other, "token", None), "type", None) == token:
+                    return label
+                fallback = fallback or label
+    return fallback or (None, None)

@@ -1,0 +1,273 @@
+"""Fuzzing the front end: whatever text comes in, only a `ppl.PplError` may come out.
+
+(a) random token soup built from the language's own tokens, names, numbers and junk
+    characters, fed to `ppl.compile`;
+(b) valid models (embedded below, so the test does not move when the shipped examples do)
+    mutated at the token or the character level: tokens deleted, duplicated, swapped or
+    replaced, characters deleted, inserted or replaced;
+(c) syntactically valid random programs (declarations, loops, `~` and `=` statements with
+    random expressions), which get past the parser and exercise the checker and analyzer.
+
+Models that still compile are also turned into a factor graph and analysed (no data), since
+those stages run on every `ppl check`. Any exception that is not a `PplError` fails the test:
+it is a crash, which the CLI reports as an internal error (exit 3).
+
+Known crashes found by these tests are pinned below as explicit regression cases.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import ppl
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# ---- seed models ------------------------------------------------------------------------
+
+GMM = """\
+# GMM
+const K = 6
+const alpha0 = 0.001
+const beta0 = 1.0
+const nu0 = 2.0
+data x: real[N, D] from (eruptions, waiting)
+pi ~ Dirichlet(alpha0 * ones(K))
+for k in 1..K {
+  Lambda[k] ~ Wishart(nu0, eye(D))
+  mu[k] ~ MvNormal(zeros(D), beta0 * Lambda[k])
+}
+for n in 1..N {
+  z[n] ~ Categorical(pi)
+  x[n] ~ MvNormal(mu[z[n]], Lambda[z[n]])
+}
+"""
+
+KALMAN = """\
+data y: bool[T]
+a ~ Normal(0, 1)
+x[1] ~ Normal(0, 1)
+for t in 2..T {
+  x[t] ~ Normal(a * x[t-1], 10.0)
+}
+for t in 1..T {
+  y[t] ~ Bernoulli(logistic(x[t])) @cvi(samples=10)
+}
+"""
+
+REGRESSION = """\
+const D = 3
+data x: real[N, D] from x1..x3
+data y: real[N] from "target value"
+data g: cat(G)[N]
+w ~ MvNormal(zeros(D), 0.5 * eye(D))
+tau ~ Gamma(1.0, 1e-2)
+for j in 1..G { b[j] ~ Normal(0, sd=2) }
+for n in 1..N {
+  m[n] = dot(w, x[n]) + b[g[n]]
+  y[n] ~ Normal(m[n], tau) @vmp;
+}
+"""
+
+SEEDS = [GMM, KALMAN, REGRESSION]
+
+
+def _compiles(text: str) -> None:
+    """Compile, build the graph and analyse; only `PplError` may escape."""
+    try:
+        model = ppl.compile(text)
+        model.graph()
+        model.analyze()
+    except ppl.PplError:
+        pass
+
+
+def test_seed_models_are_valid():
+    for text in SEEDS:
+        model = ppl.compile(text)
+        assert model.checked.factors, "a seed must be a valid model with factors"
+        model.analyze()
+
+
+# ---- (a) token soup ---------------------------------------------------------------------
+
+KEYWORDS = ["const", "data", "for", "in", "from", "real", "int", "bool", "cat"]
+DISTRIBUTIONS = ["Normal", "MvNormal", "Gamma", "Wishart", "Dirichlet", "Beta", "Categorical",
+                 "Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial", "Gama"]
+FUNCTIONS = ["exp", "log", "sqrt", "logistic", "probit", "softmax", "dot", "sum", "rbf",
+             "zeros", "ones", "eye"]
+NAMES = ["x", "y", "z", "mu", "tau", "N", "K", "D", "T", "n", "k", "t", "pi", "w", "sd", "var",
+         "step", "samples"]
+NUMBERS = ["0", "1", "2", "3", "10", "0.5", "1.0", "1e3", "2.5e-1", "0.0", "00", "99999999999999999999"]
+PUNCT = ["~", "=", "(", ")", "[", "]", "{", "}", ",", ":", ";", "..", "@", "+", "-", "*", "/", "^"]
+ANNOTATIONS = ["@vmp", "@cvi", "@ncvmp", "@jaakkola", "@laplace", "@cvi(samples=4)", "@cvii"]
+JUNK = ["<", "<-", "!", "'", "$", "μ", "\t", "\n", "#", "//", '"col"', '"', "\\", "\x00", "\ufeff"]
+VOCAB = KEYWORDS + DISTRIBUTIONS + FUNCTIONS + NAMES + NUMBERS + PUNCT + ANNOTATIONS + JUNK
+
+SEPARATORS = st.sampled_from([" ", " ", " ", "\n", ""])
+
+
+@st.composite
+def token_soup(draw):
+    tokens = draw(st.lists(st.sampled_from(VOCAB), max_size=40))
+    seps = draw(st.lists(SEPARATORS, min_size=len(tokens), max_size=len(tokens)))
+    return "".join(t + s for t, s in zip(tokens, seps))
+
+
+@FAST
+@given(token_soup())
+def test_token_soup_raises_only_ppl_errors(text):
+    _compiles(text)
+
+
+# ---- (b) mutated valid models -----------------------------------------------------------
+
+_TOKEN = re.compile(r'\s+|"[^"\n]*"|[A-Za-z_][A-Za-z_0-9]*|[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|\.\.|#[^\n]*|.',
+                    re.S)
+
+REPLACEMENTS = VOCAB + ["x[n]", "x[t-1]", "x[t+1]", "x[0]", "[1, 2]", "[[1, 0], [0, 1]]", "-1", "0",
+                        "1..N", "for n in 1..N {", "}", "N", "D"]
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+@st.composite
+def token_mutation(draw):
+    toks = tokens(draw(st.sampled_from(SEEDS)))
+    for _ in range(draw(st.integers(1, 3))):
+        if not toks:
+            break
+        op = draw(st.sampled_from(["delete", "duplicate", "swap", "replace", "insert"]))
+        i = draw(st.integers(0, len(toks) - 1))
+        if op == "delete":
+            del toks[i]
+        elif op == "duplicate":
+            toks.insert(i, toks[i])
+        elif op == "swap":
+            j = draw(st.integers(0, len(toks) - 1))
+            toks[i], toks[j] = toks[j], toks[i]
+        elif op == "replace":
+            toks[i] = draw(st.sampled_from(REPLACEMENTS))
+        else:
+            toks.insert(i, " " + draw(st.sampled_from(REPLACEMENTS)) + " ")
+    return "".join(toks)
+
+
+@st.composite
+def char_mutation(draw):
+    text = list(draw(st.sampled_from(SEEDS)))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["delete", "insert", "replace"]))
+        i = draw(st.integers(0, len(text) - 1))
+        char = draw(st.sampled_from(list("~=()[]{},:;.@+-*/^ \n0123456789xyzNKT_\"#<!'")))
+        if op == "delete":
+            del text[i]
+        elif op == "insert":
+            text.insert(i, char)
+        else:
+            text[i] = char
+    return "".join(text)
+
+
+def test_tokenizer_round_trips():
+    for text in SEEDS:
+        assert "".join(tokens(text)) == text
+
+
+@FAST
+@given(token_mutation())
+def test_token_mutations_raise_only_ppl_errors(text):
+    _compiles(text)
+
+
+@FAST
+@given(char_mutation())
+def test_character_mutations_raise_only_ppl_errors(text):
+    _compiles(text)
+
+
+# ---- (c) syntactically valid random programs -------------------------------------------
+# Drawn from a seed with `random.Random` (much faster than composing strategies); each program
+# declares its sizes and reads only names defined before, so most get deep into the checker.
+
+HEADER = """\
+const K = 3
+const D = 2
+const v = [0.2, 0.3, 0.5]
+data y: real[N]
+data c: cat(K)[N]
+data b: bool[N]
+data m: int[N]
+data X: real[N, D]
+"""
+DATA_NAMES = {"y": 1, "c": 1, "b": 1, "m": 1, "X": 2, "v": 1}
+
+
+def random_program(seed: int) -> str:
+    rnd = random.Random(seed)
+    names: dict[str, int] = dict(DATA_NAMES)  # name -> number of indices it takes
+    lines = [HEADER]
+
+    def expr(depth, loop):
+        r = rnd.random()
+        if depth == 0 or r < 0.3:
+            choice = rnd.random()
+            if choice < 0.35:
+                return rnd.choice(["0", "1", "2", "0.5", "-1", "1e-3", "0.0", "K", "D", "N"])
+            name = rnd.choice(sorted(names))
+            if names[name] and loop and rnd.random() < 0.8:
+                index = rnd.choice([loop, loop, f"{loop}-1", f"{loop}+1", "1", "c[" + loop + "]", "0", "2.5"])
+                return f"{name}[{index}]"
+            return name
+        if r < 0.55:
+            return f"({expr(depth - 1, loop)} {rnd.choice('+-*/@^')} {expr(depth - 1, loop)})"
+        if r < 0.6:
+            return f"-{expr(depth - 1, loop)}"
+        if r < 0.85:
+            fn = rnd.choice(FUNCTIONS)
+            if fn in ("zeros", "ones", "eye"):
+                return f"{fn}({rnd.choice(['K', 'D', '2', 'N', '0', 'D, D', 'x'])})"
+            count = {"dot": 2, "rbf": 3}.get(fn, 1) + rnd.choice([0, 0, 0, -1, 1])
+            return f"{fn}({', '.join(expr(depth - 1, loop) for _ in range(max(count, 0)))})"
+        return "[" + ", ".join(expr(depth - 1, loop) for _ in range(rnd.randint(1, 3))) + "]"
+
+    def statement(i, loop):
+        define = rnd.random() < 0.25
+        target = rnd.choice(["y", "b", "m", "X"]) if not define and rnd.random() < 0.3 else f"v{i}"
+        lhs = f"{target}[{loop}]" if loop else target
+        if define:
+            line = f"{lhs} = {expr(3, loop)}"
+        else:
+            dist = rnd.choice(DISTRIBUTIONS[:-1])
+            arity = {"Dirichlet": 1, "Categorical": 1, "Bernoulli": 1, "Poisson": 1,
+                     "Exponential": 1}.get(dist, 2) + rnd.choice([0, 0, 0, 0, -1, 1])
+            args = [expr(2, loop) for _ in range(max(arity, 0))]
+            if rnd.random() < 0.15:
+                args[-1:] = [f"{rnd.choice(['sd', 'var', 'cov', 'rate'])}={expr(1, loop)}"]
+            note = rnd.choice(["", "", "", " @cvi", " @vmp", " @ncvmp", " @jaakkola", " @laplace",
+                               " @cvi(samples=4)", " @bohning", " @stick", " @delta", " @piecewise"])
+            line = f"{lhs} ~ {dist}({', '.join(args)}){note}"
+        names.setdefault(target, 1 if loop else 0)
+        return line
+
+    for i in range(rnd.randint(1, 6)):
+        if rnd.random() < 0.5:
+            loop, bound = rnd.choice([("n", "1..N"), ("k", "1..K"), ("t", "2..N"), ("d", "1..D")])
+            body = [statement(f"{i}_{j}", loop) for j in range(rnd.randint(1, 3))]
+            lines.append(f"for {loop} in {bound} {{\n  " + "\n  ".join(body) + "\n}")
+        else:
+            lines.append(statement(str(i), None))
+    return "\n".join(lines) + "\n"
+
+
+@FAST
+@given(st.integers(0, 2**32 - 1))
+def test_random_programs_raise_only_ppl_errors(seed):
+    _compiles(random_program(seed))
