@@ -16,7 +16,9 @@
 # Inference: the classic conjugate-exponential model, every edge vmp: Dirichlet–Categorical
 # for z, MvNormal–Wishart for mu's prior, and in the likelihood z is a mixture selector
 # (responsibilities), mu a linear mean and Lambda a Wishart precision. z is local (one per
-# row); pi, mu, Lambda are global.
+# row); pi, mu, Lambda are global. `@joint` keeps q(mu[k], Lambda[k]) as one Normal–Wishart
+# factor, as in Bishop's VBEM; its bound on this data is -443.298 (two components survive).
+# Without it, q(mu) q(Lambda) is fully factorised and the bound is lower (-446.96).
 const K = 6
 const alpha0 = 0.001
 const beta0 = 1.0
@@ -27,7 +29,7 @@ data x: real[N, D] from (eruptions, waiting)
 pi ~ Dirichlet(alpha0 * ones(K))
 for k in 1..K {
   Lambda[k] ~ Wishart(nu0, eye(D))
-  mu[k] ~ MvNormal(zeros(D), beta0 * Lambda[k])
+  mu[k] ~ MvNormal(zeros(D), beta0 * Lambda[k]) @joint
 }
 for n in 1..N {
   z[n] ~ Categorical(pi)

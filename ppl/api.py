@@ -40,6 +40,39 @@ class Model:
         dataset = self.bind(data) if data is not None else None
         return self.analyze(dataset, methods).to_json(self.checked, self.graph(dataset))
 
+    def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
+              restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
+              progress=None):
+        """Fit q by message passing and return the `Posterior`.
+
+        Parameters
+        ----------
+        data : str, pathlib.Path, pandas.DataFrame or dict of arrays
+            The data; a path is read as CSV.
+        seed : int, optional
+            Seed of every random choice (initialisation, restarts, Monte Carlo).
+        max_iter : int, default=500
+            Sweeps at most.
+        tol : float, default=1e-6
+            Stop when the relative change of the ELBO over a sweep is below `tol`.
+        set : dict, optional
+            Constants to override (as ``--set`` does).
+        restarts : int, default=1
+            Runs from different initialisations; the one with the best ELBO is kept.
+        methods : dict, optional
+            Rule per factor, as ``--method`` does (``{"y": "cvi"}``).
+        time_limit : float, optional
+            Seconds after which the run stops (reported as not converged).
+        """
+        from ppl.infer import Options, build_problem, run
+        from ppl.infer.posterior import build_posterior
+        model = self.with_constants(**set) if set else self
+        dataset = model.bind(data)
+        analysis = model.analyze(dataset, methods)
+        problem = build_problem(model.checked, dataset, analysis)
+        options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit)
+        return build_posterior(problem, run(problem, options, progress), analysis)
+
     def __repr__(self) -> str:
         return f"Model({self.name!r}, factors={[f.name for f in self.checked.factors]})"
 

@@ -50,6 +50,17 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("table", "json"), default="table")
     graph = sub.add_parser("graph", help="print the factor graph as Graphviz DOT")
     common(graph)
+    infer = sub.add_parser("infer", help="fit the approximate posterior and print it with the ELBO")
+    common(infer)
+    infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
+    infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
+    infer.add_argument("--tol", type=float, default=1e-6, help="relative ELBO change to stop at (default 1e-6)")
+    infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
+    infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
+    infer.add_argument("--output", metavar="FILE", help="write results to FILE.json or FILE.csv")
+    infer.add_argument("--draws", type=int, default=0, metavar="N", help="draw N samples from q")
+    infer.add_argument("--draws-output", metavar="FILE.csv", help="where to write the draws")
+    infer.add_argument("--quiet", action="store_true", help="print nothing but errors")
     return top
 
 
@@ -99,7 +110,51 @@ def _graph(args, constants) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"check": _check, "graph": _graph}
+def _infer(args, constants) -> int:
+    import ppl
+    from ppl.diagnostics import OptionError
+    from ppl.report import infer_report, write_draws, write_posterior
+    if args.data is None:
+        raise OptionError("E323", "ppl infer needs a data file: ppl infer MODEL DATA")
+    if args.draws and not args.draws_output:
+        raise OptionError("E324", "--draws N needs --draws-output FILE.csv")
+    model = ppl.load(args.model, set=constants)
+    progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
+    posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
+                            restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
+                            progress=progress)
+    if progress is not None:
+        progress.close()
+    if args.output:
+        write_posterior(posterior, args.output)
+    if args.draws:
+        write_draws(posterior, args.draws, args.seed, args.draws_output)
+    if not args.quiet:
+        sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}"))
+    return EXIT_OK
+
+
+class _Progress:
+    """A one-line status on stderr, shown only once a run has lasted about a second."""
+
+    def __init__(self):
+        import time
+        self.clock = time.perf_counter
+        self.start = self.clock()
+        self.shown = False
+
+    def __call__(self, iteration: int, elbo: float) -> None:
+        if self.clock() - self.start > 1.0:
+            sys.stderr.write(f"\r  sweep {iteration:5d}  ELBO {elbo:.6f}")
+            sys.stderr.flush()
+            self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+COMMANDS = {"check": _check, "graph": _graph, "infer": _infer}
 
 if __name__ == "__main__":
     sys.exit(main())

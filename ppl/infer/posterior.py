@@ -1,0 +1,219 @@
+"""The approximate posterior: per-variable marginals of q, the ELBO and its trace.
+
+A `Posterior` is built once from a finished run and never changes. Each variable has a
+marginal with `mean`, `sd`, `quantiles(qs)` and `draws(n)`, all in the variable's shape
+(plates + event). A `@joint` group is reported as its two marginals: the Gaussian's is a
+Student-t, the precision's a Wishart (or Gamma).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ppl import families as fam
+from ppl.families.base import chol_inverse
+from ppl.infer.factors.joint import group_key
+
+QUANTILES = (0.025, 0.975)
+
+
+class FamilyMarginal:
+    """q of one variable in an exponential family (natural parameters with plate axes)."""
+
+    def __init__(self, family, natural: np.ndarray, observed_mask=None):
+        self.family = family
+        self.natural = natural
+        self.observed_mask = observed_mask  # partially observed data: True where a cell was observed
+
+    @property
+    def name(self) -> str:
+        return self.family.name
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.family.mean(self.natural)
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self.family.sd(self.natural)
+
+    def quantiles(self, qs) -> np.ndarray:
+        return self.family.quantiles(self.natural, np.asarray(qs))
+
+    def draws(self, n: int, rng) -> np.ndarray:
+        return self.family.sample(self.natural, rng, n)
+
+    def params(self) -> dict:
+        return self.family.params(self.natural)
+
+
+class StudentTMarginal:
+    """The marginal of μ under a Normal–Wishart q: a multivariate Student-t with location
+    `mean`, scale matrix `scale` = W⁻¹/(β·df) and df = ν − D + 1 degrees of freedom (its
+    variance is infinite when df ≤ 2, as for a component the data switched off)."""
+
+    name = "StudentT"
+
+    def __init__(self, mean, scale, df):
+        self._mean = mean
+        self.scale = scale
+        self.df = df
+
+    @property
+    def mean(self):
+        return self._mean
+
+    def _marginal_scale(self):
+        return np.sqrt(np.diagonal(self.scale, axis1=-2, axis2=-1))
+
+    @property
+    def sd(self):
+        df = self.df[..., None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(df > 2, self._marginal_scale() * np.sqrt(df / np.maximum(df - 2, 1e-300)), np.inf)
+
+    def quantiles(self, qs):
+        qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
+        return stats.t.ppf(qs, self.df[..., None], loc=self._mean, scale=self._marginal_scale())
+
+    def draws(self, n, rng):
+        chol = np.linalg.cholesky(self.scale)
+        z = rng.standard_normal((n,) + self._mean.shape)
+        g = rng.chisquare(self.df, size=(n,) + self.df.shape) / self.df
+        return self._mean + np.einsum("...ij,...j->...i", chol, z) / np.sqrt(g)[..., None]
+
+    def params(self) -> dict:
+        return {"mean": self._mean, "scale": self.scale, "df": self.df}
+
+
+class _ScalarT(StudentTMarginal):
+    """A one-dimensional Student-t (the mean of a Normal–Gamma), shaped like its plates."""
+
+    def __init__(self, mean, scale, df):
+        super().__init__(mean[..., 0], scale, df)
+
+    def _marginal_scale(self):
+        return np.sqrt(self.scale[..., 0, 0])
+
+    @property
+    def sd(self):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.df > 2, self._marginal_scale() * np.sqrt(self.df / np.maximum(self.df - 2, 1e-300)),
+                            np.inf)
+
+    def quantiles(self, qs):
+        qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
+        return stats.t.ppf(qs, self.df, loc=self._mean, scale=self._marginal_scale())
+
+    def draws(self, n, rng):
+        return self._mean + self._marginal_scale() * rng.standard_t(self.df, size=(n,) + np.shape(self._mean))
+
+
+@dataclass
+class Posterior:
+    """Results of `Model.infer`: marginals by name, the ELBO, its trace and per-factor terms."""
+
+    marginals: dict
+    elbo: float
+    trace: list
+    elbo_terms: dict
+    iterations: int
+    converged: bool
+    seconds: float
+    tags: tuple = ()
+    levels: dict = field(default_factory=dict)
+    restart: int = 0
+
+    def __getitem__(self, name: str):
+        return self.marginals[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.marginals
+
+    def draws(self, n: int, seed=None) -> dict:
+        """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape."""
+        rng = np.random.default_rng(seed)
+        return {name: m.draws(n, rng) for name, m in self.marginals.items()}
+
+    def summary(self) -> pd.DataFrame:
+        """One row per element: variable, index, family, mean, sd and the 2.5%/97.5% quantiles."""
+        rows = []
+        for name, m in self.marginals.items():
+            mean, sd = np.asarray(m.mean), np.asarray(m.sd)
+            q = np.asarray(m.quantiles(QUANTILES), dtype=float)
+            if q.shape[1:] != mean.shape:  # Categorical: quantiles of codes, not of probabilities
+                q = np.full((2,) + mean.shape, np.nan)
+            keep = np.ones(mean.shape, dtype=bool)
+            mask = getattr(m, "observed_mask", None)
+            if mask is not None:  # partially observed: report the imputed (missing) cells only
+                keep = ~np.broadcast_to(mask.reshape(mask.shape + (1,) * (mean.ndim - mask.ndim)), mean.shape)
+            for index in zip(*np.nonzero(keep)) if mean.ndim else [()]:
+                label = name + ("[" + ",".join(str(i + 1) for i in index) + "]" if index else "")
+                rows.append({"variable": label, "family": m.name, "mean": mean[index], "sd": sd[index],
+                             "q2.5": q[(0,) + index], "q97.5": q[(1,) + index]})
+        return pd.DataFrame(rows, columns=["variable", "family", "mean", "sd", "q2.5", "q97.5"])
+
+    def to_json(self) -> dict:
+        """The JSON document of `ppl infer --output F.json` (arrays as nested lists)."""
+        variables = {}
+        for name, m in self.marginals.items():
+            mean = np.asarray(m.mean)
+            q = np.asarray(m.quantiles(QUANTILES), dtype=float)
+            entry = {"family": m.name, "shape": list(mean.shape), "mean": _list(mean), "sd": _list(m.sd)}
+            if q.shape[1:] == mean.shape:
+                entry.update({"q2.5": _list(q[0]), "q97.5": _list(q[1])})
+            else:
+                entry.update({"q2.5": None, "q97.5": None})
+            if name in self.levels:
+                entry["levels"] = self.levels[name]
+            variables[name] = entry
+        return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
+                "seconds": self.seconds, "trace": list(self.trace), "elbo_terms": self.elbo_terms,
+                "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
+                            for t in self.tags],
+                "variables": variables}
+
+
+def _list(array) -> list | float:
+    array = np.asarray(array, dtype=float)
+    return array.tolist()
+
+
+def build_posterior(problem, run, analysis) -> Posterior:
+    """Marginals for every latent variable (groups split in two) and imputed data cells."""
+    state = run.state
+    model = problem.model
+    marginals = {}
+    groups = {g.mean: g for g in analysis.groups}
+    partners = {g.precision for g in analysis.groups}
+    for name in model.variables:
+        if name in groups:
+            marginals.update(_split_group(problem, state, groups[name]))
+        elif name in partners:
+            continue
+        elif name in state.natural:
+            nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
+            mask = problem.dataset.masks.get(name)
+            marginals[name] = FamilyMarginal(problem.families[name], nat, mask)
+    return Posterior(marginals, run.trace[-1], run.trace, run.elbo_terms, run.iterations, run.converged,
+                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart)
+
+
+def _split_group(problem, state, group) -> dict:
+    key = group_key(group)
+    family = problem.families[key]
+    nat = state.natural[key].reshape(problem.shapes[key] + (-1,))
+    p = family.params(nat)
+    df = p["dof"] - family.dim + 1
+    scale = chol_inverse(p["scale"]) / (p["beta"] * df)[..., None, None]
+    wishart = family.precision_natural(nat)
+    if problem.model.variables[group.mean].dist == "Normal":  # one-dimensional: Normal–Gamma
+        w = fam.Wishart(1).params(wishart)
+        gamma = fam.Gamma().natural(shape=0.5 * w["dof"], rate=0.5 / w["scale"][..., 0, 0])
+        return {group.mean: _ScalarT(p["mean"], scale, df), group.precision: FamilyMarginal(fam.Gamma(), gamma)}
+    return {group.mean: StudentTMarginal(p["mean"], scale, df),
+            group.precision: FamilyMarginal(fam.Wishart(family.dim), wishart)}

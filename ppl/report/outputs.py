@@ -1,0 +1,64 @@
+"""Writing results to files, atomically: a temporary file in the same folder, then a rename,
+so an interrupted run never leaves half a file behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ppl.diagnostics import OptionError
+
+
+def write_atomic(path, text: str) -> None:
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise OptionError("E320", f"cannot write {path}: folder {path.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_posterior(posterior, path) -> None:
+    """`.json`: the whole result; `.csv`: the summary table, one row per element."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        write_atomic(path, json.dumps(_finite(posterior.to_json()), indent=1) + "\n")
+    elif suffix == ".csv":
+        write_atomic(path, posterior.summary().to_csv(index=False))
+    else:
+        raise OptionError("E321", f"--output {path}: use a .json or .csv file name")
+
+
+def write_draws(posterior, n: int, seed, path) -> None:
+    """`n` draws from q as CSV: one row per draw, one column per element (`mu[1,2]`)."""
+    if Path(path).suffix.lower() != ".csv":
+        raise OptionError("E322", f"--draws-output {path}: use a .csv file name")
+    columns = {}
+    for name, values in posterior.draws(n, seed).items():
+        flat = values.reshape(n, -1)
+        shape = values.shape[1:]
+        for i, index in enumerate(np.ndindex(*shape) if shape else [()]):
+            label = name + ("[" + ",".join(str(j + 1) for j in index) + "]" if index else "")
+            columns[label] = flat[:, i]
+    write_atomic(path, pd.DataFrame(columns).to_csv(index=False))
+
+
+def _finite(value):
+    """JSON has no inf or NaN: write them as null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
