@@ -1,6 +1,7 @@
 # Bayesian linear regression with unknown noise precision.
 #
-#   w[d] ~ Normal(0, 1)                       d = 1..D, prior precision 1 on each weight
+#   alpha ~ Gamma(1, 1)                       prior precision of the weights
+#   w ~ MvNormal(0, alpha I)                  D weights with one joint Gaussian q(w)
 #   tau ~ Gamma(1, 1)                         noise precision, shape 1, rate 1
 #   y[n] | w, tau ~ Normal(dot(x[n], w), tau) written vectorised as Normal(X @ w, tau)
 #
@@ -10,10 +11,14 @@
 # copies of this file.
 #
 # Inference: all vmp. The mean X @ w is linear in the Gaussian w (Normal–Normal), the
-# precision is the Gamma tau itself (Normal–Gamma). w and tau are global.
+# precision is the Gamma tau itself (Normal–Gamma), and w's prior precision is alpha times a
+# fixed matrix (MvNormal–Gamma). q(w) q(alpha) q(tau) is the mean-field VB fixed point; w, alpha
+# and tau are global. (With `w: real[D] ~ Normal(...)` the coordinates of w would be
+# factorised apart, which the engine refuses for `X @ w`: their updates are coupled.)
 data X: real[N, D] from x1..xD
 data y: real[N]
 
-w: real[D] ~ Normal(0, 1)
+alpha ~ Gamma(1, 1)
+w ~ MvNormal(zeros(D), alpha * eye(D))
 tau ~ Gamma(1, 1)
 y ~ Normal(X @ w, tau)

@@ -1,6 +1,6 @@
 # Bayesian linear regression with a known noise precision.
 #
-#   w[d] ~ Normal(0, 1)                       d = 1..D
+#   w ~ MvNormal(0, I)                        D weights, one joint Gaussian q(w)
 #   y[n] | w ~ Normal(dot(x[n], w), tau)      tau fixed (the data were made with tau = 4,
 #                                             i.e. noise sd 0.5); override with --set tau=...
 #
@@ -14,5 +14,5 @@ const tau = 4.0
 data X: real[N, D] from x1..xD
 data y: real[N]
 
-w: real[D] ~ Normal(0, 1)
+w ~ MvNormal(zeros(D), eye(D))
 y ~ Normal(X @ w, tau)

@@ -109,8 +109,9 @@ def test_cli_json_report_matches_the_api():
 V, N, C = "vmp", "ncvmp", "cvi"
 EDGES = {
     "gaussian": {("tau", "tau"): V, ("mu", "mu"): V, ("mu", "tau"): V, ("y", "mu"): V, ("y", "tau"): V},
-    "linear_regression": {("w", "w"): V, ("tau", "tau"): V, ("y", "w"): V, ("y", "tau"): V},
-    "linear_regression_ard": {("alpha[d]", "alpha"): V, ("w[d]", "w"): V, ("w[d]", "alpha"): V,
+    "linear_regression": {("alpha", "alpha"): V, ("w", "w"): V, ("w", "alpha"): V, ("tau", "tau"): V,
+                          ("y", "w"): V, ("y", "tau"): V},
+    "linear_regression_ard": {("alpha", "alpha"): V, ("w", "w"): V, ("w", "alpha"): V,
                               ("tau", "tau"): V, ("y", "w"): V, ("y", "tau"): V},
     "linear_regression_known_noise": {("w", "w"): V, ("y", "w"): V},
     "gmm": {("pi", "pi"): V, ("Lambda[k]", "Lambda"): V, ("mu[k]", "mu"): V, ("mu[k]", "Lambda"): V,
@@ -209,8 +210,8 @@ def test_known_noise_precision_is_a_constant_not_a_latent():
 
 
 def test_ard_precision_per_weight():
-    tag = edge("linear_regression_ard", "w[d]", "alpha")
-    assert (tag["role"], tag["rule"], tag["pair"]) == ("precision", "vmp", "Normal–Gamma")
+    tag = edge("linear_regression_ard", "w", "alpha")
+    assert (tag["role"], tag["rule"], tag["pair"]) == ("precision", "vmp", "MvNormal–Gamma")
 
 
 def test_gmm_mixture_is_all_vmp_with_a_selector():

@@ -109,6 +109,11 @@ class LinearBuilder:
         if self._latent(left) == self._latent(right):
             raise Unsupported(f"`{ast.text(expr)}` must contract data with one latent vector", expr.span)
         data, latent = (left, right) if self._latent(right) else (right, left)
+        name = latent.id if isinstance(latent, ast.Name) else getattr(getattr(latent, "base", None), "id", None)
+        if name in self.model.variables and self.model.variables[name].dist == "Normal":
+            raise Unsupported(f"`{ast.text(expr)}` couples the elements of `{name}`, which are independent "
+                              f"Normals in q; declare `{name} ~ MvNormal(zeros(D), ...)` for one joint "
+                              f"Gaussian q({name})", expr.span)
         offset, terms = self._parse(latent)
         if np.any(offset) or len(terms) != 1 or terms[0].vector is None:
             raise Unsupported(f"`{ast.text(expr)}` must contract data with one MvNormal vector", expr.span)

@@ -139,23 +139,32 @@ class Posterior:
         rng = np.random.default_rng(seed)
         return {name: m.draws(n, rng) for name, m in self.marginals.items()}
 
-    def summary(self) -> pd.DataFrame:
-        """One row per element: variable, index, family, mean, sd and the 2.5%/97.5% quantiles."""
-        rows = []
+    def summary(self, rows_per_variable: int | None = None) -> pd.DataFrame:
+        """One row per element: variable, family, mean, sd and the 2.5%/97.5% quantiles.
+
+        `rows_per_variable` keeps the first rows of each variable (the terminal report); a
+        partially observed data variable contributes its imputed cells only."""
+        frames = []
         for name, m in self.marginals.items():
-            mean, sd = np.asarray(m.mean), np.asarray(m.sd)
+            mean, sd = np.asarray(m.mean, dtype=float), np.asarray(m.sd, dtype=float)
             q = np.asarray(m.quantiles(QUANTILES), dtype=float)
             if q.shape[1:] != mean.shape:  # Categorical: quantiles of codes, not of probabilities
                 q = np.full((2,) + mean.shape, np.nan)
             keep = np.ones(mean.shape, dtype=bool)
             mask = getattr(m, "observed_mask", None)
-            if mask is not None:  # partially observed: report the imputed (missing) cells only
+            if mask is not None:
                 keep = ~np.broadcast_to(mask.reshape(mask.shape + (1,) * (mean.ndim - mask.ndim)), mean.shape)
-            for index in zip(*np.nonzero(keep)) if mean.ndim else [()]:
-                label = name + ("[" + ",".join(str(i + 1) for i in index) + "]" if index else "")
-                rows.append({"variable": label, "family": m.name, "mean": mean[index], "sd": sd[index],
-                             "q2.5": q[(0,) + index], "q97.5": q[(1,) + index]})
-        return pd.DataFrame(rows, columns=["variable", "family", "mean", "sd", "q2.5", "q97.5"])
+            index = np.argwhere(keep)[:rows_per_variable]
+            cells = tuple(index.T)
+            frames.append(pd.DataFrame({"variable": _labels(name, index), "family": m.name,
+                                        "mean": mean[cells], "sd": sd[cells],
+                                        "q2.5": q[0][cells], "q97.5": q[1][cells]}))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            columns=["variable", "family", "mean", "sd", "q2.5", "q97.5"])
+
+    def size(self, name: str) -> int:
+        """Number of reported elements of a variable."""
+        return int(np.size(self.marginals[name].mean))
 
     def to_json(self) -> dict:
         """The JSON document of `ppl infer --output F.json` (arrays as nested lists)."""
@@ -176,6 +185,16 @@ class Posterior:
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}
+
+
+def _labels(name: str, index: np.ndarray) -> list[str]:
+    """`mu[2,1]` style labels (1-based) for rows of element indices."""
+    if index.shape[1] == 0:
+        return [name] * len(index)
+    text = pd.Series(index[:, 0] + 1).astype(str)
+    for column in index.T[1:]:
+        text = text + "," + pd.Series(column + 1).astype(str)
+    return (name + "[" + text + "]").tolist()
 
 
 def _list(array) -> list | float:

@@ -15,15 +15,14 @@ def infer_report(posterior, title: str) -> str:
     lines = [title,
              f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
              f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}", ""]
-    table = posterior.summary()
+    table = posterior.summary(ROWS_PER_VARIABLE)
     rows = []
     for variable, group in table.groupby(table["variable"].str.replace(r"\[.*", "", regex=True), sort=False):
-        for _, row in group.head(ROWS_PER_VARIABLE).iterrows():
-            rows.append([row["variable"], row["family"], _num(row["mean"]), _num(row["sd"]),
-                         _num(row["q2.5"]), _num(row["q97.5"])])
-        if len(group) > ROWS_PER_VARIABLE:
-            rows.append([f"(+{len(group) - ROWS_PER_VARIABLE} more)", "", "", "",
-                         "", ""])
+        for row in group.itertuples(index=False):
+            rows.append([row.variable, row.family, _num(row.mean), _num(row.sd), _num(row[4]), _num(row[5])])
+        more = posterior.size(variable) - len(group)
+        if more > 0:
+            rows.append([f"(+{more} more)", "", "", "", "", ""])
     lines.append(format_table(["variable", "family", "mean", "sd", "2.5%", "97.5%"], rows))
     return "\n".join(lines) + "\n"
 

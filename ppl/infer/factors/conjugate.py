@@ -34,6 +34,12 @@ class ConjugateFactor(FactorRuntime):
         self.latent_params = {r: p for r, p in self.params.items() if p[0] == "read"}
         if self.latent_params and self.dist not in _LATENT_PARAM:
             raise Unsupported(f"latent parameters of {self.dist} are not conjugate", factor.span)
+        self.codes = None
+        target = factor.target.name
+        if self.dist == "Categorical" and target in dataset.arrays and target not in dataset.masks:
+            # An observed category reads one probability per element: gather and scatter that
+            # entry only, never the whole probability vector (V can be a vocabulary).
+            self.codes = np.asarray(dataset.arrays[target]).reshape(-1)[self.target.index]
 
     def _param(self, role, expr, model):
         reads = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and model.variables.get(n.id)
@@ -88,6 +94,17 @@ class ConjugateFactor(FactorRuntime):
         return value[..., 0] if value.shape[-1] == 1 and self.dist != "Multinomial" else value
 
     # -- messages
+    def message(self, state, name: str) -> np.ndarray:
+        probs = self.params.get("probs")
+        if self.codes is None or probs is None or probs[0] != "read" or probs[1].name != name:
+            return super().message(state, name)
+        access = probs[1]
+        k = state.families[name].size
+        weights = np.broadcast_to(self.weights(state), access.index.shape)
+        flat = (access.index * k + self.codes).reshape(-1)
+        counts = np.bincount(flat, weights.reshape(-1), minlength=access.size * k)
+        return counts.reshape(access.size, k)
+
     def _message(self, state, access):
         if access is self.target:
             if not self.latent_params:
@@ -149,6 +166,9 @@ def _beta_to_param(f, state, access):
 
 
 def _categorical_elbo(f, state):
+    kind, access, _ = f.params["probs"]
+    if f.codes is not None:
+        return state.moments(access.name)[access.index, f.codes]
     probs, _ = f._read(state, "probs")
     return np.sum(f._target(state) * probs, -1) + f._log_base(state)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppl.families.base import chol_inverse
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.linear import LinearBuilder, form_moments, scalar_part, term_moments, vector_moments
@@ -125,8 +126,9 @@ class _Precision:
             elif role == "var":
                 value = 1.0 / value
             elif role == "cov":
-                value = np.linalg.inv(value)
-            self.value = value
+                value = chol_inverse(value)
+            event = (dim, dim) if dim else ()
+            self.value = np.broadcast_to(value, owner.builder.shape() + event)
             return
         if role != "precision":
             raise Unsupported(f"a latent `{role}` in `{owner.name}`: use `precision` for conjugate updates",
