@@ -42,13 +42,17 @@ def read_table(data, source: str | None = None):
     if not path.is_file():
         raise DataError("E400", f"no data file at {path}", source=name)
     try:
+        # Blank lines are kept: in a one-column file a blank line is a missing value.
         table = pd.read_csv(path, skipinitialspace=True, keep_default_na=False, na_values=[""],
-                            dtype=str)
+                            dtype=str, skip_blank_lines=False)
     except pd.errors.EmptyDataError:
         raise DataError("E401", "the data file is empty", source=name,
                         hint="the first line must name the columns") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError("E402", f"malformed CSV: {_first_line(exc)}", source=name) from None
+    blank = table.isna().all(axis=1).to_numpy()
+    trailing = len(blank) - (np.argmin(blank[::-1]) if not blank.all() else 0)
+    table = table.iloc[:trailing] if not blank.all() else table.iloc[:0]
     if table.shape[0] == 0:
         raise DataError("E401", "the data file has a header but no rows", source=name)
     return table, name

@@ -150,11 +150,7 @@ class Posterior:
             q = np.asarray(m.quantiles(QUANTILES), dtype=float)
             if q.shape[1:] != mean.shape:  # Categorical: quantiles of codes, not of probabilities
                 q = np.full((2,) + mean.shape, np.nan)
-            keep = np.ones(mean.shape, dtype=bool)
-            mask = getattr(m, "observed_mask", None)
-            if mask is not None:
-                keep = ~np.broadcast_to(mask.reshape(mask.shape + (1,) * (mean.ndim - mask.ndim)), mean.shape)
-            index = np.argwhere(keep)[:rows_per_variable]
+            index = np.argwhere(_reported(m))[:rows_per_variable]
             cells = tuple(index.T)
             frames.append(pd.DataFrame({"variable": _labels(name, index), "family": m.name,
                                         "mean": mean[cells], "sd": sd[cells],
@@ -163,8 +159,8 @@ class Posterior:
             columns=["variable", "family", "mean", "sd", "q2.5", "q97.5"])
 
     def size(self, name: str) -> int:
-        """Number of reported elements of a variable."""
-        return int(np.size(self.marginals[name].mean))
+        """Number of reported elements of a variable (imputed cells only for data)."""
+        return int(np.sum(_reported(self.marginals[name])))
 
     def to_json(self) -> dict:
         """The JSON document of `ppl infer --output F.json` (arrays as nested lists)."""
@@ -185,6 +181,15 @@ class Posterior:
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}
+
+
+def _reported(marginal) -> np.ndarray:
+    """Which elements a report shows: all of a latent variable, the missing cells of data."""
+    shape = np.shape(marginal.mean)
+    mask = getattr(marginal, "observed_mask", None)
+    if mask is None:
+        return np.ones(shape, dtype=bool)
+    return ~np.broadcast_to(mask.reshape(mask.shape + (1,) * (len(shape) - mask.ndim)), shape)
 
 
 def _labels(name: str, index: np.ndarray) -> list[str]:
