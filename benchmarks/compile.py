@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._report import machine, write_section  # noqa: E402
 from ppl.data import bind  # noqa: E402
 from ppl.diagnostics import PplError  # noqa: E402
 from ppl.graph import analyze, build  # noqa: E402
@@ -160,19 +161,6 @@ def table(results: list[Result]) -> str:
     return "\n".join([line(headers), sep] + [line(r) for r in rows])
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()} "
-            f"({platform.python_implementation()}), {platform.system()} {platform.release()}")
-
-
 def section(results: list[Result], repeat: int, command: str, cold: float) -> str:
     passed = sum(r.verdict == "PASS" for r in results)
     return "\n".join([
@@ -193,25 +181,6 @@ def section(results: list[Result], repeat: int, command: str, cold: float) -> st
         table(results),
         "",
     ])
-
-
-def write_section(text: str, path: Path = DOC) -> None:
-    """Replace the `## Compile time` section of `path` (up to the next `## ` heading), or add it."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("# Benchmarks\n\n" + text, encoding="utf-8")
-        return
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    if start is None:
-        body = "".join(lines)
-        if body and not body.endswith("\n"):
-            body += "\n"
-        path.write_text(body + ("\n" if body.strip() else "") + text, encoding="utf-8")
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    after = "".join(lines[end:])
-    path.write_text("".join(lines[:start]) + text + ("\n" + after if after else ""), encoding="utf-8")
 
 
 def _data_option(text: str) -> tuple[Path, Path]:
@@ -240,7 +209,7 @@ def main(argv=None) -> int:
           f"(bind not counted); first parse in a fresh process {cold:.1f} ms")
     if not args.no_write:
         shown = ["python3", "benchmarks/compile.py"] + (sys.argv[1:] if argv is None else list(argv))
-        write_section(section(results, args.repeat, " ".join(shown), cold))
+        write_section(section(results, args.repeat, " ".join(shown), cold), SECTION, DOC)
         print(f"wrote the '{SECTION[3:]}' section of {display(DOC)}")
     return 0 if all(r.verdict == "PASS" for r in results) else 1
 

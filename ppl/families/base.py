@@ -24,11 +24,11 @@ from types import MappingProxyType
 from typing import ClassVar, Mapping
 
 import numpy as np
-import scipy.linalg
 
 __all__ = [
     "ExponentialFamily",
     "dot_last",
+    "scipy_stats",
     "symmetrize",
     "cholesky",
     "chol_logdet",
@@ -42,6 +42,13 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- helpers ---
+
+
+def scipy_stats():
+    """scipy.stats, imported on first use: importing it costs ~0.5 s of start-up, and only
+    summaries (quantiles) need it."""
+    import scipy.stats
+    return scipy.stats
 
 
 def dot_last(t: np.ndarray, nat: np.ndarray) -> np.ndarray:

@@ -11,10 +11,9 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 from scipy.special import expit, log_expit, logit
 
-from .base import ExponentialFamily, leading
+from .base import ExponentialFamily, leading, scipy_stats
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class Bernoulli(ExponentialFamily):
         return np.sqrt(p * (1.0 - p))
 
     def _marginal(self, nat):
-        return scipy.stats.bernoulli(self.params(nat)["p"])
+        return scipy_stats().bernoulli(self.params(nat)["p"])
 
     def valid(self, nat) -> np.ndarray:
         return np.isfinite(np.asarray(nat, float)[..., 0])

@@ -13,10 +13,9 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 from scipy.special import betaln, digamma
 
-from .base import ExponentialFamily, dot_last, leading
+from .base import dot_last, ExponentialFamily, leading, scipy_stats
 from .dirichlet import solve_dirichlet
 
 
@@ -87,7 +86,7 @@ class Beta(ExponentialFamily):
 
     def _marginal(self, nat):
         p = self.params(nat)
-        return scipy.stats.beta(p["a"], p["b"])
+        return scipy_stats().beta(p["a"], p["b"])
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

@@ -12,10 +12,9 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 from scipy.special import expit, gammaln, log_expit, logit
 
-from .base import ExponentialFamily, as_trials, leading
+from .base import as_trials, ExponentialFamily, leading, scipy_stats
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,7 +73,7 @@ class Binomial(ExponentialFamily):
         return np.sqrt(self.trials * p * (1.0 - p))
 
     def _marginal(self, nat):
-        return scipy.stats.binom(self.trials, self.params(nat)["p"])
+        return scipy_stats().binom(self.trials, self.params(nat)["p"])
 
     def valid(self, nat) -> np.ndarray:
         return np.isfinite(np.asarray(nat, float)[..., 0])

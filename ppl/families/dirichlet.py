@@ -12,10 +12,9 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 from scipy.special import digamma, gammaln, logsumexp, polygamma
 
-from .base import ExponentialFamily, dot_last, leading
+from .base import dot_last, ExponentialFamily, leading, scipy_stats
 
 _MAX_ITER = 100
 _MAX_HALVINGS = 60
@@ -173,7 +172,7 @@ class Dirichlet(ExponentialFamily):
 
     def _marginal(self, nat):
         alpha = self.params(nat)["alpha"]
-        return scipy.stats.beta(alpha, np.sum(alpha, axis=-1, keepdims=True) - alpha)
+        return scipy_stats().beta(alpha, np.sum(alpha, axis=-1, keepdims=True) - alpha)
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

@@ -11,9 +11,8 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 
-from .base import ExponentialFamily, leading
+from .base import ExponentialFamily, leading, scipy_stats
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class Exponential(ExponentialFamily):
         return 1.0 / self.params(nat)["rate"]
 
     def _marginal(self, nat):
-        return scipy.stats.expon(scale=1.0 / self.params(nat)["rate"])
+        return scipy_stats().expon(scale=1.0 / self.params(nat)["rate"])
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)[..., 0]

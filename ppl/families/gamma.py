@@ -14,10 +14,9 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 from scipy.special import digamma, gammaln, polygamma
 
-from .base import ExponentialFamily, leading
+from .base import ExponentialFamily, leading, scipy_stats
 
 _MAX_ITER = 100
 
@@ -119,7 +118,7 @@ class Gamma(ExponentialFamily):
 
     def _marginal(self, nat):
         p = self.params(nat)
-        return scipy.stats.gamma(p["shape"], scale=1.0 / p["rate"])
+        return scipy_stats().gamma(p["shape"], scale=1.0 / p["rate"])
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

@@ -13,10 +13,9 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 from scipy.special import gammaln, logsumexp, softmax
 
-from .base import ExponentialFamily, as_trials, leading
+from .base import as_trials, ExponentialFamily, leading, scipy_stats
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +82,7 @@ class Multinomial(ExponentialFamily):
         return np.sqrt(self.trials[..., None] * p * (1.0 - p))
 
     def _marginal(self, nat):
-        return scipy.stats.binom(self.trials[..., None], self.params(nat)["probs"])
+        return scipy_stats().binom(self.trials[..., None], self.params(nat)["probs"])
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

@@ -11,9 +11,8 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 
-from .base import ExponentialFamily, leading
+from .base import ExponentialFamily, leading, scipy_stats
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -80,7 +79,7 @@ class Normal(ExponentialFamily):
         return 1.0 / np.sqrt(self.params(nat)["precision"])
 
     def _marginal(self, nat):
-        return scipy.stats.norm(self.mean(nat), self.sd(nat))
+        return scipy_stats().norm(self.mean(nat), self.sd(nat))
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

@@ -11,10 +11,9 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-import scipy.stats
 from scipy.special import gammaln
 
-from .base import ExponentialFamily, leading
+from .base import ExponentialFamily, leading, scipy_stats
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class Poisson(ExponentialFamily):
         return np.sqrt(self.params(nat)["rate"])
 
     def _marginal(self, nat):
-        return scipy.stats.poisson(self.params(nat)["rate"])
+        return scipy_stats().poisson(self.params(nat)["rate"])
 
     def valid(self, nat) -> np.ndarray:
         return np.isfinite(np.asarray(nat, float)[..., 0])

@@ -24,28 +24,70 @@ class Unsupported(ModelError):
 
 
 class Access:
-    """One read `v[...]` of latent variable `name`: flat element index of shape plate + (C,)."""
+    """One read `v[...]` of latent variable `name`: flat element index of shape plate + (C,),
+    with C = 1 unless a latent category selects the element.
+
+    A read whose index does not change along the plate (a global parameter, or the components
+    of a mixture) is `plate_free`: it gathers as a broadcast view of shape (1, ..., 1, C, S) and
+    scatters weighted messages as one matrix product wᵀ·m, never an N × C × S array.
+    """
 
     def __init__(self, name: str, index: np.ndarray, size: int, selector: "Access | None" = None):
         self.name = name
         self.index = index
         self.size = size
         self.selector = selector
+        self.plate_rank = index.ndim - 1
+        first = index[(0,) * self.plate_rank]
+        self.plate_free = bool(np.all(index == first))
+        self.components = first
 
     def gather(self, moments: np.ndarray) -> np.ndarray:
-        """moments (size, S) → plate + (C, S)."""
+        """moments (size, S) → plate + (C, S), a broadcast view when the read is plate-free."""
+        if self.plate_free:
+            return moments[self.components].reshape((1,) * self.plate_rank + (len(self.components), -1))
         return moments[self.index]
 
     def scatter(self, message: np.ndarray) -> np.ndarray:
         """message plate + (C, S) → (size, S), summed over the plate elements reading each element."""
-        flat = self.index.reshape(-1)
-        values = message.reshape(flat.size, -1)
-        if self.size == 1:
-            return values.sum(axis=0, keepdims=True)
-        out = np.empty((self.size, values.shape[1]))
-        for column in range(values.shape[1]):
-            out[:, column] = np.bincount(flat, values[:, column], minlength=self.size)
-        return out
+        message = np.broadcast_to(message, self.index.shape + message.shape[self.plate_rank + 1:])
+        return _sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
+
+    def scatter_weighted(self, message: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S))."""
+        if not self.plate_free:
+            w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
+            weighted = message * w
+            if self.index.shape[-1] == 1 and weighted.shape[self.plate_rank] > 1:
+                weighted = weighted.sum(axis=self.plate_rank, keepdims=True)  # Σ_k r_k · message_k
+            return self.scatter(weighted)
+        plate = weights.shape[: self.plate_rank]
+        count = int(np.prod(plate, dtype=np.int64))
+        w = weights.reshape(count, -1)
+        m = np.broadcast_to(message, plate + message.shape[self.plate_rank:])
+        m = m.reshape(count, m.shape[self.plate_rank], -1)
+        # Contiguous operands keep matmul on BLAS; a sliced broadcast view is ~50x slower.
+        if m.shape[1] == 1:
+            per_component = np.ascontiguousarray(w.T) @ np.ascontiguousarray(m[:, 0, :])
+        else:
+            per_component = np.einsum("pc,pcs->cs", w, m)
+        return _sum_by_index(self.components, per_component, self.size)
+
+    def scatter_rows(self, rows: np.ndarray) -> np.ndarray:
+        """rows plate + (S,), one per plate element (not per component) → (size, S)."""
+        index = self.index[..., 0]
+        rows = np.broadcast_to(rows, index.shape + rows.shape[-1:])
+        return _sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size)
+
+
+def _sum_by_index(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """out[i] = Σ values[j] over j with index[j] = i; (len(index), S) → (size, S)."""
+    if size == 1:
+        return values.sum(axis=0, keepdims=True)
+    out = np.empty((size, values.shape[1]))
+    for column in range(values.shape[1]):
+        out[:, column] = np.bincount(index, values[:, column], minlength=size)
+    return out
 
 
 def selector_of(expr: ast.Expr, latent: dict) -> str | None:
@@ -99,13 +141,13 @@ class AccessBuilder:
         for j, size in enumerate(rest):
             axis = plate_rank - len(rest) + j
             axes.append(np.arange(size).reshape([-1 if a == axis else 1 for a in range(plate_rank + 1)]))
+        # The component axis is C long only for reads that a latent category selects.
         full = self.plate.shape + ((self.components,) if uses_selector else (1,))
         if dims:
             flat = np.ravel_multi_index(tuple(np.broadcast_to(a, full) for a in axes), dims)
         else:
             flat = np.zeros(full, dtype=np.int64)
-        flat = np.broadcast_to(flat, self.shape()) if uses_selector or self.components == 1 else flat
-        return Access(name, np.ascontiguousarray(np.broadcast_to(flat, self.shape())), int(np.prod(dims, dtype=np.int64)),
+        return Access(name, np.ascontiguousarray(flat), int(np.prod(dims, dtype=np.int64)),
                       self.selector if uses_selector else None)
 
 

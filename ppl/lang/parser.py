@@ -24,8 +24,10 @@ def grammar_text() -> str:
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
+    # cache=True keeps the LALR tables in a temporary file keyed by the grammar's hash, so a
+    # fresh process skips their construction (~0.3 s of every `ppl` command's start-up).
     return Lark(grammar_text(), parser="lalr", strict=True, propagate_positions=True,
-                maybe_placeholders=True)
+                maybe_placeholders=True, cache=True)
 
 
 def parse(text: str, name: str = "<string>") -> ast.Program:

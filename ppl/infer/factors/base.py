@@ -61,8 +61,7 @@ class FactorRuntime(abc.ABC):
         """Responsibilities plate + (C,) when a latent category selects components, else ones."""
         if self.selector is None:
             return np.ones(self.plate.shape + (1,))
-        probs = self.selector.gather(state.moments(self.selector.name))
-        return probs[..., 0, :]
+        return state.moments(self.selector.name)[self.selector.index[..., 0]]
 
     def message(self, state, name: str) -> np.ndarray:
         """The summed message to variable `name` in its natural layout, (elements, size)."""
@@ -70,14 +69,9 @@ class FactorRuntime(abc.ABC):
         total = 0.0
         for access in self.reads.get(name, ()):
             if access is self.selector:
-                ell = self._expected_log(state)
-                message = np.zeros(ell.shape + (ell.shape[-1],))
-                message[..., 0, :] = ell
-                total = total + access.scatter(message)
+                total = total + access.scatter_rows(self._expected_log(state))
             else:
-                message = self._message(state, access)
-                w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
-                total = total + access.scatter(message * w)
+                total = total + access.scatter_weighted(self._message(state, access), weights)
         return total
 
     def elbo(self, state) -> float:

@@ -215,8 +215,9 @@ class _WholeVector:
     def gather(self, moments):
         return np.broadcast_to(moments, self.shape + moments.shape)
 
-    def scatter(self, message):
-        return message.reshape(-1, self.dim, message.shape[-1]).sum(axis=0)
+    def scatter_weighted(self, message, weights):
+        w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
+        return (message * w).reshape(-1, self.dim, message.shape[-1]).sum(axis=0)
 
 
 def _e(x):

@@ -90,16 +90,27 @@ class JointGaussian(FactorRuntime):
         y1, y2 = self._value(state)
         lam_mu, quad, lam, logdet = self._group(state)
         s, d = self.scale, self.dim
-        fit = np.einsum("...ij,...ji->...", lam, y2) - 2 * np.sum(y1 * lam_mu, -1) + quad
+        fit = _pair(y2.reshape(y2.shape[:-2] + (d * d,)), lam.reshape(lam.shape[:-2] + (d * d,))) \
+            - 2 * _pair(y1, lam_mu) + quad
         return 0.5 * d * np.log(s) + 0.5 * logdet - 0.5 * d * LOG_2PI - 0.5 * s * fit
 
     def _message(self, state, access):
-        y1, y2 = self._value(state)
+        y1, y2 = self._value(state)  # plate + (1, ...): the same for every component
         s = np.asarray(self.scale, dtype=float)
-        shape = self.builder.shape()
         d = self.dim
-        s_ = np.broadcast_to(s, shape)
-        parts = [s_[..., None] * np.broadcast_to(y1, shape + (d,)), -0.5 * s_[..., None],
-                 (-0.5 * s_[..., None, None] * np.broadcast_to(y2, shape + (d, d))).reshape(shape + (d * d,)),
-                 np.full(shape + (1,), 0.5)]
+        shape = np.broadcast_shapes(y1.shape[:-1], np.shape(s))
+        s_ = np.broadcast_to(s, shape)[..., None]
+        parts = [s_ * y1, np.broadcast_to(-0.5 * s_, shape + (1,)),
+                 (-0.5 * s_[..., None] * y2).reshape(shape + (d * d,)), np.full(shape + (1,), 0.5)]
         return np.concatenate(parts, axis=-1)
+
+
+def _pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Σ_i a[..., i] b[..., i] for a = plate + (1, S) and b = (1, ..., 1) + (C, S): one matrix
+    product instead of a plate × C × S temporary; falls back to broadcasting otherwise."""
+    rank = a.ndim - 2
+    if a.shape[-2] == 1 and all(n == 1 for n in b.shape[:rank]):
+        left = np.ascontiguousarray(a.reshape(-1, a.shape[-1]))
+        right = np.ascontiguousarray(b.reshape(-1, b.shape[-1]).T)
+        return (left @ right).reshape(a.shape[:-2] + (b.shape[-2],))
+    return np.einsum("...i,...i->...", a, b)

@@ -1,0 +1,40 @@
+"""What every benchmark script shares: a description of the machine, and writing one `## `
+section of docs/benchmarks.md without touching the others."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()} "
+            f"({platform.python_implementation()}), {platform.system()} {platform.release()}")
+
+
+def write_section(text: str, title: str, path: Path) -> None:
+    """Replace the section headed `title` (up to the next `## ` heading) of `path`, or add it."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("# Benchmarks\n\n" + text, encoding="utf-8")
+        return
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == title), None)
+    if start is None:
+        body = "".join(lines)
+        if body and not body.endswith("\n"):
+            body += "\n"
+        path.write_text(body + ("\n" if body.strip() else "") + text, encoding="utf-8")
+        return
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    after = "".join(lines[end:])
+    path.write_text("".join(lines[:start]) + text + ("\n" + after if after else ""), encoding="utf-8")
