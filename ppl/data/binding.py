@@ -49,7 +49,9 @@ def read_table(data, source: str | None = None):
         raise DataError("E401", "the data file is empty", source=name,
                         hint="the first line must name the columns") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError("E402", f"malformed CSV: {_first_line(exc)}", source=name) from None
+        line = re.search(r"line (\d+)", str(exc))
+        row = int(line.group(1)) - 1 if line else None  # the header is line 1
+        raise DataError("E402", f"malformed CSV: {_first_line(exc)}", source=name, row=row) from None
     blank = table.isna().all(axis=1).to_numpy()
     trailing = len(blank) - (np.argmin(blank[::-1]) if not blank.all() else 0)
     table = table.iloc[:trailing] if not blank.all() else table.iloc[:0]

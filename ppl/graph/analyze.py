@@ -86,13 +86,25 @@ def analyze(model: CheckedModel, dataset=None, methods: dict | None = None) -> A
             why = (f"`{target} ~ {factor.dist.name}` gives q({target}) its {factor.dist.name} form"
                    if target in latent else f"missing cells of `{target}` are imputed from {factor.dist.name}")
             tags.append(Tag(factor.name, target, "value", "identity", "vmp", why, pair="prior"))
+        before = len(tags)
         for role, expr in factor.args.items():
             body = forms.inline(expr, model.definitions)
             for var in sorted(latent, key=list(model.variables).index):
                 if not forms.reads(body, var):
                     continue
                 tags.append(_tag(model, factor, role, body, var, requested, in_block, target))
+        if requested is not None and requested[0] != "vmp" and len(tags) == before:
+            _nothing_to_apply(factor, requested)
     return Analysis(_merge_roles(tags), scopes, blocks, groups)
+
+
+def _nothing_to_apply(factor: Factor, requested) -> None:
+    wanted, _, span, source = requested
+    message = (f"`{wanted}` on `{factor.name}` has nothing to apply to: no parameter of "
+               f"{factor.dist.name} depends on a latent variable")
+    if source == "annotation":
+        raise ModelError("E285", message, span=span, hint="rules choose how a factor updates its latent parameters")
+    raise OptionError("E285", message)
 
 
 def _merge_roles(tags: list[Tag]) -> tuple[Tag, ...]:

@@ -77,7 +77,7 @@ class TypeSpec:
     """``real[N, D]``, ``int[N]``, ``bool[N]``, ``cat(K)[N]``: element type, level count, dims."""
 
     elem: str
-    levels: str | None
+    levels: str | int | None
     dims: tuple[str | int, ...]
     span: Span
 

@@ -22,7 +22,7 @@ def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
     """Check a parsed program; raise a located `ModelError` at the first mistake."""
     overrides = dict(overrides or {})
     scope = check_declarations(program, overrides)
-    statements = list(_flatten(program.items, (), scope))
+    statements = list(_flatten(program.items, (), scope, _target_names(program.items)))
     _check_targets(statements, scope)
     order = _dependency_order(statements, scope)
     factors, definitions = [], {}
@@ -63,11 +63,22 @@ def _source_stmt(factor, statements):
     return None
 
 
-def _flatten(items, plates: tuple, scope: Scope):
+def _target_names(items) -> set:
+    names = set()
+    for item in items:
+        if isinstance(item, ast.Loop):
+            names |= _target_names(item.body)
+        elif isinstance(item, (ast.Sample, ast.Define)):
+            names.add(item.target.name)
+    return names
+
+
+def _flatten(items, plates: tuple, scope: Scope, targets: set):
     """(statement, enclosing plates) for every `~` and `=` statement, loops unrolled into plates."""
     for item in items:
         if isinstance(item, ast.Loop):
-            if item.var in scope.variables or item.var in scope.sizes or any(p.var == item.var for p in plates):
+            taken = item.var in scope.variables or item.var in scope.sizes or item.var in targets
+            if taken or any(p.var == item.var for p in plates):
                 raise ModelError("E230", f"loop variable `{item.var}` hides another name",
                                  span=item.var_span, hint="pick a fresh name for the loop variable")
             lo, hi = _bound(item.lo, scope), _bound(item.hi, scope)
@@ -75,7 +86,7 @@ def _flatten(items, plates: tuple, scope: Scope):
             if dim is None:
                 raise ModelError("E231", f"a loop must end at a size or an integer, not `{ast.text(item.hi)}`",
                                  span=item.hi.span)
-            yield from _flatten(item.body, plates + (Plate(item.var, lo, hi, dim, item.span),), scope)
+            yield from _flatten(item.body, plates + (Plate(item.var, lo, hi, dim, item.span),), scope, targets)
         elif isinstance(item, (ast.Sample, ast.Define)):
             yield item, plates
 
@@ -101,8 +112,14 @@ def _bound(expr: ast.Expr, scope: Scope):
                      f"not `{ast.text(expr)}`", span=expr.span)
 
 
+def _piece(stmt, plates) -> tuple:
+    """What elements a statement defines: its indices, loop variables replaced by their ranges."""
+    ranges = {p.var: (p.lo, p.hi) for p in plates}
+    return tuple(ranges.get(i.id, i.id) if isinstance(i, ast.Name) else ast.text(i) for i in stmt.target.indices)
+
+
 def _check_targets(statements, scope: Scope) -> None:
-    defined, drawn = {}, {}
+    defined, drawn, pieces = {}, {}, {}
     for stmt, plates in statements:
         name = stmt.target.name
         variable = scope.variables.get(name)
@@ -119,6 +136,12 @@ def _check_targets(statements, scope: Scope) -> None:
         if name in defined and name in drawn:
             raise ModelError("E235", f"`{name}` is both defined with `=` and drawn with `~`",
                              span=stmt.target.name_span, hint="give the two different names")
+        piece = _piece(stmt, plates)
+        earlier = pieces.setdefault(name, [])
+        if piece in earlier or (earlier and (not piece or () in earlier)):
+            raise ModelError("E266", f"`{name}` is drawn or defined twice for the same elements",
+                             span=stmt.target.span, hint="each element gets exactly one `~` or `=` statement")
+        earlier.append(piece)
         for i, index in enumerate(stmt.target.indices):
             loop = isinstance(index, ast.Name) and any(p.var == index.id for p in plates)
             if not (loop or (isinstance(index, ast.Number) and index.is_int)):
@@ -175,6 +198,13 @@ def _check_lag(stmt, node: ast.Index, plates, scope: Scope) -> None:
             continue
         lag = found[2].lo[1] - found[0][1]
         if found[2].var == mine.id and lag >= 1:
+            lowest_name, lowest = found[0]
+            if lowest_name is None and lowest < 1:
+                plate = found[2]
+                raise ModelError("E213", f"`{ast.text(node)}` reaches {target.name}[{lowest}] when "
+                                 f"{plate.var} = {plate.lo[1]}; indices start at 1", span=index.span,
+                                 hint=f"start the loop later, e.g. `for {plate.var} in {1 + lag}..T`, and draw "
+                                      f"the first elements separately")
             return
     raise ModelError("E238", f"`{target.name}` depends on itself through `{ast.text(node)}`",
                      span=node.span, hint="only earlier elements may be read: `x[t-1]` inside `for t in 2..T`")

@@ -19,9 +19,10 @@ def check_declarations(program: ast.Program, overrides: dict) -> Scope:
     if unknown:
         name = sorted(unknown)[0]
         guess = nearest(name, [c.name for c in consts])
+        names = ", ".join(c.name for c in consts) or "none"
         raise OptionError("E300", f"--set {name}: the model has no constant `{name}`",
                           hint=f"did you mean `{guess}`?" if guess else
-                          "only names declared with `const` can be set")
+                          f"only names declared with `const` can be set; this model's constants: {names}")
     for item in program.items:
         if isinstance(item, ast.ConstDecl):
             _const(item, scope, overrides)

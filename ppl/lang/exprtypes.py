@@ -13,6 +13,7 @@ from ppl.lang import ast
 from ppl.lang.builtins import BUILTINS, ShapeMismatch, broadcast, matmul, show
 from ppl.lang.distributions import DISTRIBUTIONS
 from ppl.lang.model import Plate, Variable
+from ppl.lang.rules import RULES
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ def _name(expr: ast.Name, scope: Scope) -> Type:
     if name in DISTRIBUTIONS or name in BUILTINS:
         raise ModelError("E202", f"`{name}` is a function; call it with arguments", span=expr.span,
                          hint=f"write `{name}(...)`")
+    if name in RULES:
+        raise ModelError("E201", f"unknown name `{name}`", span=expr.span,
+                         hint=f"rule annotations follow the distribution: `y ~ Bernoulli(p) @{name}`")
     guess = nearest(name, scope.names())
     raise ModelError("E201", f"unknown name `{name}`", span=expr.span,
                      hint=f"did you mean `{guess}`?" if guess else "declare it with `const`, `data`, `~` or `=` first")
@@ -121,6 +125,8 @@ def index_range(index: ast.Expr, scope: Scope):
         return (plate.lo[0], plate.lo[1] + offset), (plate.hi[0], plate.hi[1] + offset), plate
     if isinstance(index, ast.Number) and index.is_int:
         return (None, int(index.value)), (None, int(index.value)), None
+    if isinstance(index, ast.Neg) and isinstance(index.operand, ast.Number) and index.operand.is_int:
+        return (None, -int(index.operand.value)), (None, -int(index.operand.value)), None
     return None
 
 
@@ -217,18 +223,26 @@ def _binop(expr: ast.BinOp, scope: Scope) -> Type:
 
 
 def _fold(op: str, a, b):
+    """The constant value of `a op b`, inf/nan where the arithmetic has no finite answer."""
     if a is None or b is None:
         return None
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op == "/":
-        return a / b if b != 0 else None
-    if op == "^":
-        return a ** b if a > 0 or float(b).is_integer() else None
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b if b != 0 else (float("nan") if a == 0 else float("inf"))
+        if op == "^":
+            if a < 0 and not float(b).is_integer():
+                return float("nan")
+            return float(a) ** float(b)
+    except ZeroDivisionError:
+        return float("inf")
+    except OverflowError:
+        return float("inf")
     return None
 
 

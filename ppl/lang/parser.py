@@ -110,8 +110,8 @@ class _Builder(Transformer):
     def type(self, meta, elem, levels, dims):
         return ast.TypeSpec(str(elem), levels, dims or (), self._s(meta))
 
-    def levels(self, meta, name):
-        return str(name)
+    def levels(self, meta, dim):
+        return dim
 
     def dims(self, meta, *dims):
         return tuple(dims)

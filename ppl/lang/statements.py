@@ -3,6 +3,7 @@ checked, event and batch shapes derived, and the target variable declared or che
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ppl.diagnostics import ModelError, nearest
@@ -14,7 +15,7 @@ from ppl.lang.model import Factor, Variable
 
 # Which element types of data a distribution's values may come from.
 _VALUE_ELEMS = {
-    "binary": ("bool", "int"), "count": ("int",), "counts": ("int",), "category": ("cat", "int"),
+    "binary": ("bool", "int"), "count": ("int",), "counts": ("int",), "category": ("cat",),
 }
 
 
@@ -66,6 +67,7 @@ def type_sample(stmt: ast.Sample, plates, scope: Scope) -> Factor:
                              f"got {show(t.shape)}", span=args[role].span)
         batches.append(t.shape[: len(t.shape) - param.rank])
         _check_support(dist, role, t, args[role])
+    _check_dof(dist, types, args)
     try:
         batch = broadcast(*batches)
     except ShapeMismatch as exc:
@@ -127,7 +129,11 @@ def _check_support(dist: Distribution, role: str, t: Type, expr: ast.Expr) -> No
     """A constant argument must lie in its parameter's support."""
     support = dist.param(role).support
     value, bad = t.fill, False
-    if support in ("positive", "positive_vector", "dof") and value is not None:
+    if value is not None and not math.isfinite(value):
+        raise ModelError("E258", f"{dist.name}'s {role} must be finite, got `{ast.text(expr)}`", span=expr.span)
+    if support == "positive_vector" and t.values is not None:
+        bad = any(v <= 0 for v in t.values)
+    elif support in ("positive", "positive_vector", "dof") and value is not None:
         bad = value <= 0
     elif support == "unit" and value is not None:
         bad = not 0 <= value <= 1
@@ -141,6 +147,16 @@ def _check_support(dist: Distribution, role: str, t: Type, expr: ast.Expr) -> No
         shown = ast.text(expr)
         raise ModelError("E258", f"{dist.name}'s {role} must be {SUPPORTS[support]}, got `{shown}`",
                          span=expr.span)
+
+
+def _check_dof(dist: Distribution, types: dict, args: dict) -> None:
+    """Wishart degrees of freedom must exceed the dimension minus one (when both are known)."""
+    if dist.name != "Wishart" or types["dof"].fill is None or not types["scale"].shape:
+        return
+    dim = types["scale"].shape[-1]
+    if isinstance(dim, int) and types["dof"].fill <= dim - 1:
+        raise ModelError("E258", f"Wishart's dof must be greater than the dimension minus one ({dim - 1}), "
+                         f"got `{ast.text(args['dof'])}`", span=args["dof"].span)
 
 
 def _index_dim(index: ast.Expr, plates):

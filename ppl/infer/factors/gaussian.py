@@ -70,8 +70,7 @@ class GaussianFactor(FactorRuntime):
         m1, _ = form_moments(state, self.mean)
         if not self.dim:
             return np.stack(np.broadcast_arrays(prec * m1, -0.5 * prec), axis=-1)
-        h = np.einsum("...ij,...j->...i", prec, m1)
-        return np.concatenate([h, (-0.5 * prec).reshape(prec.shape[:-2] + (-1,))], axis=-1)
+        return _pack(np.einsum("...ij,...j->...i", prec, m1), -0.5 * prec)
 
     def _to_mean_read(self, state, access):
         prec, _ = self.precision.expect(state)
@@ -225,4 +224,7 @@ def _e(x):
 
 
 def _pack(h, j):
-    return np.concatenate([h, j.reshape(j.shape[:-2] + (-1,))], axis=-1)
+    """(h, vec J) as one flat message; the two may broadcast against each other (plate-free reads)."""
+    j = j.reshape(j.shape[:-2] + (-1,))
+    lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
+    return np.concatenate([np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])], axis=-1)

@@ -1,0 +1,9 @@
+# A rule annotation written before a statement that follows another `~` statement: it silently attaches to the previous one.
+# at: 8:3 @jaakkola
+# code: E100
+data y: bool[N]
+w ~ Normal(0, 1)
+for n in 1..N {
+  z[n] ~ Normal(w, 1)
+  @jaakkola y[n] ~ Bernoulli(logistic(z[n]))
+}
