@@ -46,14 +46,7 @@ KNOWN_BUGS: dict[str, tuple[str, set[str]]] = {
         "keywords are not reserved: after `~` the lexer takes `for` as a distribution NAME "
         "(`x ~ for(0, 1)`, `in ~ Normal(0, 1)`, `real ~ ...` all parse), so the error lands on the loop "
         "variable `n` instead of on `for`", {"location", "expected"}),
-    "models/012_annotation_before_statement_after_another": (
-        "the grammar lets an annotation trail onto the next line, so `@jaakkola y[n] ~ ...` written "
-        "after `z[n] ~ Normal(w, 1)` silently annotates `z[n]`; the user gets E280 about `z[n]` → `w` "
-        "instead of `annotation before the statement` (E100)", {"code", "expected"}),
     "models/025_unknown_keyword_parameter": (_KWARG_SPAN, {"location", "expected"}),
-    "models/066_overlapping_pieces": (
-        "pieces of a variable are not checked for overlap: x[1..3] are drawn by both loops and the "
-        "shape silently becomes [4] (exit 0)", _ACCEPTED),
     "models/071_unknown_rule_option": (_KWARG_SPAN, {"location", "expected"}),
     "models/037_non_pd_matrix_literal": (
         "the `pd` support is only refuted for zeros()/ones() (Type.pd False); a constant literal such as "

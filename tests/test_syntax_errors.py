@@ -15,8 +15,8 @@ from ppl.lang.syntax_errors import EXAMPLES
 
 SNIPPETS = [(label, snippet) for label, snippets in EXAMPLES.items() for snippet in snippets]
 
-# Statements a snippet may follow. A `~` statement is not among them: a snippet starting with
-# an annotation would attach to it (see test_errors KNOWN_BUGS, case 012).
+# Statements a snippet may follow. A `~` statement is not among them: an annotation on the next
+# line is rejected by the checker (E274, catalogue case 012), not by the parser.
 PREFIXES = ["", "data y: real[N]\n", "const K = 3\n", "x = 1\n",
             "for k in 1..K {\n  v[k] ~ Normal(0, 1)\n}\n"]
 
@@ -42,9 +42,11 @@ PREFIX_IDS = ["alone", "after-data", "after-const", "after-define", "after-loop"
 # An annotation at the top level is only recognised as the first thing in the file: after a
 # declaration or a loop it is a bare "unexpected `@`", and after `x = 1` it even parses, as the
 # matrix product `x = 1 @ cvi` (then fails in the checker as `unknown name cvi`).
-_ANNOTATION_FIRST_ONLY = (
-    "EXAMPLES has no snippet for an annotation after a complete top-level item, so the parser "
-    "state there is not matched (and after `x = expr` the `@` is read as matrix product)")
+_ANNOTATION_AFTER_ITEM = (
+    "after a complete top-level item the parser state differs from the start of the file, so the "
+    "example does not match (`unexpected @`); after `x = expr` or `const K = 3` a leading `@rule` "
+    "even parses, as the matrix product `expr @ rule`, and the checker then reports `unknown name` "
+    "with the hint that annotations follow the distribution")
 
 
 def _snippet_cases():
@@ -52,7 +54,7 @@ def _snippet_cases():
         for prefix, prefix_id in zip(PREFIXES, PREFIX_IDS):
             marks = []
             if snippet.startswith("@") and prefix:
-                marks.append(pytest.mark.xfail(strict=True, reason=_ANNOTATION_FIRST_ONLY))
+                marks.append(pytest.mark.xfail(strict=True, reason=_ANNOTATION_AFTER_ITEM))
             yield pytest.param(label, snippet, prefix, id=f"{snippet}-{prefix_id}", marks=marks)
 
 

@@ -118,6 +118,34 @@ def _piece(stmt, plates) -> tuple:
     return tuple(ranges.get(i.id, i.id) if isinstance(i, ast.Name) else ast.text(i) for i in stmt.target.indices)
 
 
+def _interval(index):
+    """(lo, hi) of one left-hand-side index: a loop range or an integer literal."""
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, str) and index.lstrip("-").isdigit():
+        return (None, int(index)), (None, int(index))
+    return None
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    """Whether two pieces surely share an element: every index range intersects."""
+    if len(a) != len(b) or not a:
+        return False
+    for x, y in zip(a, b):
+        ix, iy = _interval(x), _interval(y)
+        if ix is None or iy is None:
+            return False
+        (lo1, hi1), (lo2, hi2) = ix, iy
+        comparable = lambda p, q: p[0] == q[0]  # noqa: E731 — same size name (or both numbers)
+        if comparable(hi1, lo2) and hi1[1] < lo2[1]:
+            return False
+        if comparable(hi2, lo1) and hi2[1] < lo1[1]:
+            return False
+        if not (comparable(hi1, lo2) and comparable(hi2, lo1)):
+            return False
+    return True
+
+
 def _check_targets(statements, scope: Scope) -> None:
     defined, drawn, pieces = {}, {}, {}
     for stmt, plates in statements:
@@ -138,7 +166,7 @@ def _check_targets(statements, scope: Scope) -> None:
                              span=stmt.target.name_span, hint="give the two different names")
         piece = _piece(stmt, plates)
         earlier = pieces.setdefault(name, [])
-        if piece in earlier or (earlier and (not piece or () in earlier)):
+        if piece in earlier or (earlier and (not piece or () in earlier)) or any(_overlap(piece, e) for e in earlier):
             raise ModelError("E266", f"`{name}` is drawn or defined twice for the same elements",
                              span=stmt.target.span, hint="each element gets exactly one `~` or `=` statement")
         earlier.append(piece)
@@ -213,6 +241,13 @@ def _check_lag(stmt, node: ast.Index, plates, scope: Scope) -> None:
 def _check_annotations(stmt: ast.Sample) -> None:
     seen = set()
     for note in stmt.annotations:
+        if note.span.line != stmt.dist.span.end_line:
+            # Trailing annotations make `@rule` on the next line read as part of the statement
+            # above it; requiring the same line keeps the attachment visible.
+            raise ModelError("E274", f"`@{note.rule}` starts a new line, so it would annotate "
+                             f"`{ast.lvalue_text(stmt.target)}` above it", span=note.span,
+                             hint="put an annotation after the distribution it applies to, on the same "
+                                  "line: `y ~ Bernoulli(p) @jaakkola`")
         if note.rule not in RULES:
             guess = nearest(note.rule, RULES)
             raise ModelError("E270", f"unknown rule `@{note.rule}`", span=note.span,

@@ -1,6 +1,6 @@
-# A rule annotation written before a statement that follows another `~` statement: it silently attaches to the previous one.
+# A rule annotation written before a statement that follows another `~` statement (it would annotate the previous one).
 # at: 8:3 @jaakkola
-# code: E100
+# code: E274
 data y: bool[N]
 w ~ Normal(0, 1)
 for n in 1..N {
