@@ -1,6 +1,6 @@
 # Bayesian logistic regression on the Wisconsin breast cancer data.
 #
-#   w[d] ~ Normal(0, 1)                           d = 1..D, precision 1
+#   w ~ MvNormal(0, I)                            D weights with one joint Gaussian q(w)
 #   y[n] | w ~ Bernoulli(logistic(dot(x[n], w)))  written vectorised as logistic(X @ w)
 #
 # Data (logistic_regression.csv, real): scikit-learn's load_breast_cancer, 569 tumours x 30
@@ -14,5 +14,5 @@
 data X: real[N, D] from x1..xD
 data y: bool[N]
 
-w: real[D] ~ Normal(0, 1)
+w ~ MvNormal(zeros(D), eye(D))
 y ~ Bernoulli(logistic(X @ w))

@@ -1,6 +1,6 @@
 # Bayesian Poisson regression with a log link.
 #
-#   w[d] ~ Normal(0, 1)                        d = 1..D
+#   w ~ MvNormal(0, I)                          D weights, one joint Gaussian q(w)
 #   y[n] | w ~ Poisson(exp(dot(x[n], w)))      written vectorised as exp(X @ w)
 #
 # Data (poisson_regression.csv, synthetic): N = 100 rows; x1 = 1 is the intercept column,
@@ -11,5 +11,5 @@
 data X: real[N, D] from x1..xD
 data y: int[N]
 
-w: real[D] ~ Normal(0, 1)
+w ~ MvNormal(zeros(D), eye(D))
 y ~ Poisson(exp(X @ w))

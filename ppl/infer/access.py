@@ -53,8 +53,15 @@ class Access:
         message = np.broadcast_to(message, self.index.shape + message.shape[self.plate_rank + 1:])
         return _sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
 
-    def scatter_weighted(self, message: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S))."""
+    def scatter_weighted(self, message, weights: np.ndarray) -> np.ndarray:
+        """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S)).
+
+        A message with a `weighted_sum` (a low-rank form, see linear.OuterMessage) is reduced by
+        it when the read is plate-free and unselected, and made dense otherwise."""
+        if hasattr(message, "weighted_sum"):
+            if self.plate_free and weights.shape[-1] == 1 and len(self.components) == 1:
+                return _sum_by_index(self.components, message.weighted_sum(weights), self.size)
+            message = message.dense()
         if not self.plate_free:
             w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
             weighted = message * w

@@ -11,11 +11,13 @@ from ppl import families as fam
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.gaussian import GaussianFactor
+from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.lang import ast
 from ppl.infer.plates import Environment
 
-AVAILABLE_RULES = ("vmp",)
+AVAILABLE_RULES = ("vmp", "ncvmp", "cvi")
+DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
 
 
@@ -30,6 +32,13 @@ class Problem:
     neighbours: dict  # latent variable -> factor runtimes that send it messages
     order: list  # sweep order
     latent: list  # latent (and partially observed) variables, dependency order
+    steps: dict  # latent variable -> (β, κ): step ρ_t = β·t^−κ of its damped update
+    stochastic: bool  # some rule estimates gradients by Monte Carlo
+    pure_vmp: bool  # every rule is closed-form VMP, so the ELBO must not decrease
+
+    def step(self, name: str, iteration: int) -> float:
+        beta, kappa = self.steps.get(name, (1.0, 0.0))
+        return beta * iteration ** -kappa
 
     def elbo(self, state) -> float:
         return sum(f.elbo(state) for f in self.factors) + sum(state.entropy(v) for v in self.latent)
@@ -59,7 +68,13 @@ def build_problem(model, dataset, analysis) -> Problem:
     for factor in model.factors:
         if factor.name in done:
             continue
-        if factor.dist.name in ("Normal", "MvNormal"):
+        rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
+        nonconjugate = rules & {"ncvmp", "cvi"}
+        if nonconjugate:
+            rule = "cvi" if "cvi" in nonconjugate else "ncvmp"
+            options = next(t.options for t in analysis.for_factor(factor.name) if t.rule == rule)
+            runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
+        elif factor.dist.name in ("Normal", "MvNormal"):
             runtimes.append(GaussianFactor(factor, model, env, dataset, families))
         else:
             runtimes.append(ConjugateFactor(factor, model, env, dataset, families,
@@ -70,7 +85,17 @@ def build_problem(model, dataset, analysis) -> Problem:
     scopes.update({group_key(g): analysis.scopes[g.mean] for g in analysis.groups})
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
             [n for n in latent if scopes.get(n, ("local",))[0] != "global"]
-    return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent)
+    steps = {}
+    for f in runtimes:
+        if isinstance(f, GLMFactor) and f.rule == "cvi":
+            options = next(t.options for t in analysis.for_factor(f.name) if t.rule == "cvi")
+            for name in f.reads:
+                beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
+                steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
+    stochastic = any(isinstance(f, GLMFactor) and f.rule == "cvi" and f.samples > 0 for f in runtimes)
+    pure = all(t.rule == "vmp" for t in analysis.tags)
+    return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
+                   stochastic, pure)
 
 
 def _joint_factors(model, dataset, env, analysis, families, shapes):

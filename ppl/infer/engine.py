@@ -77,24 +77,31 @@ def run(problem: Problem, options: Options, progress=None) -> Run:
     return best
 
 
+SMOOTHING = 10  # sweeps averaged for the convergence test when gradients are stochastic
+
+
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
+    state.rng = rng
     trace, converged = [], False
     elbo = problem.elbo(state)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
-        snapshot = state.copy()
+        snapshot = state.copy() if problem.pure_vmp else None
         for name in problem.order:
-            _update(problem, state, name, options.damping)
+            _update(problem, state, name, options.damping * problem.step(name, iteration))
         new = problem.elbo(state)
         if not np.isfinite(new):
             raise Unsupported("the ELBO is not finite: the model or data give a degenerate posterior")
-        if new < elbo - 1e-9 * max(1.0, abs(elbo)) and options.damping == 1.0:
+        if problem.pure_vmp and options.damping == 1.0 and new < elbo - 1e-9 * max(1.0, abs(elbo)):
             _explain_decrease(problem, snapshot, elbo, options.damping)
         trace.append(new)
         if progress is not None:
             progress(iteration, new)
-        change = abs(new - elbo) / max(abs(new), 1e-12)
+        if problem.stochastic:  # compare averages of the last sweeps: single ELBOs are noisy
+            change = _smoothed_change(trace)
+        else:
+            change = abs(new - elbo) / max(abs(new), 1e-12)
         elbo = new
         if iteration > 1 and change < options.tol:
             converged = True
@@ -102,6 +109,14 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
             break
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start)
+
+
+def _smoothed_change(trace: list) -> float:
+    if len(trace) < 2 * SMOOTHING:
+        return np.inf
+    recent = np.mean(trace[-SMOOTHING:])
+    before = np.mean(trace[-2 * SMOOTHING:-SMOOTHING])
+    return abs(recent - before) / max(abs(recent), 1e-12)
 
 
 def _update(problem: Problem, state, name: str, damping: float) -> None:

@@ -64,6 +64,9 @@ class LinearBuilder:
         if not self._latent(expr):
             return self._data(expr), []
         if isinstance(expr, (ast.Name, ast.Index)) and _is_read(expr):
+            coordinate = self._coordinate(expr)
+            if coordinate is not None:
+                return 0.0, [coordinate]
             access = self.accesses.build(expr)
             dist = self.model.variables[access.name].dist
             if dist == "MvNormal":
@@ -86,6 +89,21 @@ class LinearBuilder:
             left, right = (expr.left, expr.right) if isinstance(expr, ast.BinOp) else expr.args
             return self._contract(left, right, expr)
         raise Unsupported(f"the engine cannot run `{ast.text(expr)}` as a linear Gaussian mean yet", expr.span)
+
+    def _coordinate(self, expr) -> Term | None:
+        """`f[n]` reading one coordinate of an MvNormal `f`: a contraction with a one-hot vector."""
+        if not isinstance(expr, ast.Index):
+            return None
+        var = self.model.variables[expr.base.id]
+        if var.dist != "MvNormal" or len(expr.indices) != len(var.plates) + 1:
+            return None
+        plate_read = ast.Index(expr.base, expr.indices[:-1], expr.span) if var.plates else expr.base
+        access = self.accesses.build(plate_read)
+        dim = self.accesses.env.size(var.event_shape[0])
+        position = np.asarray(self.plate.evaluate(expr.indices[-1])) - 1
+        onehot = (position[..., None] == np.arange(dim)).astype(float)
+        coef = np.expand_dims(onehot, onehot.ndim - 1) if onehot.ndim > 1 else onehot
+        return Term(coef, vector=access, contract=True)
 
     def _product(self, expr: ast.BinOp):
         left_latent, right_latent = self._latent(expr.left), self._latent(expr.right)
@@ -167,7 +185,7 @@ def term_moments(state, term: Term, dim: int):
     mean, outer = vector_moments(state, term.vector, _dim(state, term.vector))
     if term.contract:
         c = term.coef
-        return np.sum(c * mean, -1) * s1, np.einsum("...i,...ij,...j->...", c, outer, c) * s2
+        return np.sum(c * mean, -1) * s1, quadratic_rows(c, outer) * s2
     c = term.coef[..., None] if np.ndim(term.coef) else term.coef
     return c * s1[..., None] * mean if np.ndim(s1) else c * s1 * mean, \
         (c[..., None] ** 2 if np.ndim(c) else c ** 2) * _expand2(s2) * outer
@@ -192,3 +210,80 @@ def _dim(state, access) -> int:
 
 def _expand2(x):
     return x[..., None, None] if np.ndim(x) else x
+
+
+def read_message(state, form: LinearForm, access, prec, target, factor):
+    """The Gaussian message to one read u of the linear form m = a·u + b, from a Gaussian
+    likelihood (or Gaussian site) with precision `prec` and observed/expected value `target`:
+
+        (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
+    """
+    m1, _ = form_moments(state, form)
+    term = next(t for t in form.terms if access is t.vector or any(access is s for s in t.scalars))
+    t1, _ = term_moments(state, term, form.event)
+    residual = target - (m1 - t1)  # E[y] − E[b]
+    if access is term.vector:
+        s1, s2 = scalar_part(state, term)
+        if term.contract:  # scalar mean, a = coef · Π s (a D-vector)
+            return OuterMessage(term.coef, prec * residual * s1, -0.5 * prec * s2)
+        a1, a2 = term.coef * s1, term.coef ** 2 * s2  # vector mean, scalar coefficient
+        h = np.einsum("...ij,...j->...i", prec, residual) * expand(a1)
+        return pack(h, -0.5 * expand(expand(a2)) * prec)
+    s1, s2 = scalar_part(state, term, skip=access)
+    if term.vector is None:
+        a1, a2 = term.coef * s1, term.coef ** 2 * s2
+    else:
+        if not term.contract:
+            raise Unsupported(f"a scalar latent times a vector latent in `{factor.name}`", factor.span)
+        v1, v2 = vector_moments(state, term.vector, _dim(state, term.vector))
+        a1 = np.sum(term.coef * v1, -1) * s1
+        a2 = quadratic_rows(term.coef, v2) * s2
+    if form.event:
+        raise Unsupported(f"a scalar latent scaling the vector mean of `{factor.name}`", factor.span)
+    first, second = np.broadcast_arrays(prec * a1 * residual, -0.5 * prec * a2)
+    return np.stack([first, second], axis=-1)
+
+
+class OuterMessage:
+    """Σ over the plate of (h_n a_n, vec(j_n a_n a_nᵀ)), kept as its factors: the rows a_n of the
+    data and the weights h_n, j_n. Summed with `weighted_sum` it is two BLAS products,
+    aᵀ(w·h) and aᵀ diag(w·j) a, never a plate × D × D array (`dense` makes that array)."""
+
+    def __init__(self, rows, h, j):
+        self.rows, self.h, self.j = rows, h, j
+
+    def weighted_sum(self, weights):
+        """(1, D + D²): the message summed over the plate with weights (plate + (1,))."""
+        d = self.rows.shape[-1]
+        rows = np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
+        rows = rows.reshape(-1, d)
+        h = np.broadcast_to(weights * self.h, weights.shape).reshape(-1)
+        j = np.broadcast_to(weights * self.j, weights.shape).reshape(-1)
+        first = rows.T @ h
+        second = (rows * j[:, None]).T @ rows
+        return np.concatenate([first, second.reshape(-1)])[None, :]
+
+    def dense(self):
+        outer = np.einsum("...i,...j->...ij", self.rows, self.rows)
+        return pack(expand(self.h) * self.rows, expand(expand(self.j)) * outer)
+
+
+def quadratic_rows(c: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """cᵀ M c for rows c (plate + (C, D)) and matrices M, as one matrix product when M is shared."""
+    rank = c.ndim - 2
+    if m.ndim - 2 == rank and all(n == 1 for n in m.shape[:rank]) and m.shape[rank] == 1 and c.shape[-2] == 1:
+        rows = c.reshape(-1, c.shape[-1])
+        return np.sum((rows @ m.reshape(m.shape[-2:])) * rows, axis=1).reshape(c.shape[:-1])
+    return np.einsum("...i,...ij,...j->...", c, m, c)
+
+
+def expand(x):
+    """A trailing axis for broadcasting against a vector (scalars stay scalars)."""
+    return np.asarray(x)[..., None] if np.ndim(x) else x
+
+
+def pack(h, j):
+    """(h, vec J) as one flat message; the two may broadcast against each other (plate-free reads)."""
+    j = j.reshape(j.shape[:-2] + (-1,))
+    lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
+    return np.concatenate([np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])], axis=-1)

@@ -18,6 +18,7 @@ class State:
         self.natural: dict = {}
         self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
         self._moments: dict = {}
+        self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
 
     def set(self, name: str, natural: np.ndarray) -> None:
         self.natural[name] = natural
@@ -51,4 +52,5 @@ class State:
         other = State(self.families, self.shapes)
         other.natural = {k: v.copy() for k, v in self.natural.items()}
         other.observed = self.observed
+        other.rng = self.rng
         return other

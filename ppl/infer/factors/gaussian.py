@@ -15,7 +15,7 @@ import numpy as np
 from ppl.families.base import chol_inverse
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.linear import LinearBuilder, form_moments, scalar_part, term_moments, vector_moments
+from ppl.infer.linear import LinearBuilder, expand, form_moments, pack, read_message
 from ppl.lang import ast
 
 LOG_2PI = np.log(2 * np.pi)
@@ -70,39 +70,27 @@ class GaussianFactor(FactorRuntime):
         m1, _ = form_moments(state, self.mean)
         if not self.dim:
             return np.stack(np.broadcast_arrays(prec * m1, -0.5 * prec), axis=-1)
-        return _pack(np.einsum("...ij,...j->...i", prec, m1), -0.5 * prec)
+        return pack(np.einsum("...ij,...j->...i", prec, m1), -0.5 * prec)
 
     def _to_mean_read(self, state, access):
         prec, _ = self.precision.expect(state)
         y1, _ = self._value(state)
-        m1, _ = form_moments(state, self.mean)
-        term = next(t for t in self.mean.terms if access is t.vector or any(access is s for s in t.scalars))
-        t1, _ = term_moments(state, term, self.dim)
-        residual = y1 - (m1 - t1)  # E[y] − E[b]
-        if access is term.vector:
-            s1, s2 = scalar_part(state, term)
-            if term.contract:  # scalar mean, a = coef · Π s (a D-vector)
-                a1 = term.coef * _e(s1)
-                a2 = np.einsum("...i,...j->...ij", term.coef, term.coef) * _e(_e(s2))
-                h = (prec * residual)[..., None] * a1
-                return _pack(h, -0.5 * prec[..., None, None] * a2)
-            a1, a2 = term.coef * s1, term.coef ** 2 * s2  # vector mean, scalar coefficient
-            h = np.einsum("...ij,...j->...i", prec, residual) * _e(a1)
-            return _pack(h, -0.5 * _e(_e(a2)) * prec)
-        s1, s2 = scalar_part(state, term, skip=access)
-        if term.vector is None:
-            a1, a2 = term.coef * s1, term.coef ** 2 * s2
-        else:
-            v1, v2 = vector_moments(state, term.vector, self.families[term.vector.name].event_shape[0])
-            if not term.contract:
-                raise Unsupported(f"a scalar latent times a vector latent in `{self.name}`'s mean",
-                                  self.factor.span)
-            a1 = np.sum(term.coef * v1, -1) * s1
-            a2 = np.einsum("...i,...ij,...j->...", term.coef, v2, term.coef) * s2
-        if self.dim:
-            raise Unsupported(f"a scalar latent scaling the vector mean of `{self.name}`", self.factor.span)
-        first, second = np.broadcast_arrays(prec * a1 * residual, -0.5 * prec * a2)
-        return np.stack([first, second], axis=-1)
+        return read_message(state, self.mean, access, prec, y1, self.factor)
+
+
+def covariance_to_precision(cov: np.ndarray) -> np.ndarray:
+    """Σ⁻¹ through a Cholesky factor, adding the smallest diagonal jitter (1e-10 up to 1e-4 of
+    the mean variance, by factors of 10) that makes a numerically singular Σ — a kernel matrix
+    of close inputs — positive definite, as GP libraries do."""
+    cov = np.asarray(cov, dtype=float)
+    scale = np.mean(np.diagonal(cov, axis1=-2, axis2=-1))
+    eye = np.eye(cov.shape[-1])
+    for jitter in (0.0, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4):
+        try:
+            return chol_inverse(cov + jitter * scale * eye)
+        except np.linalg.LinAlgError:
+            continue
+    raise Unsupported("a covariance matrix is not positive definite, even with jitter")
 
 
 class _Precision:
@@ -125,7 +113,7 @@ class _Precision:
             elif role == "var":
                 value = 1.0 / value
             elif role == "cov":
-                value = chol_inverse(value)
+                value = covariance_to_precision(value)
             event = (dim, dim) if dim else ()
             self.value = np.broadcast_to(value, owner.builder.shape() + event)
             return
@@ -179,12 +167,12 @@ class _Precision:
             return s * m[..., 1], np.log(s) + m[..., 0]
         d = self.owner.dim
         if self.kind == "wishart":
-            return _e(_e(s)) * m[..., : d * d].reshape(m.shape[:-1] + (d, d)), d * np.log(s) + m[..., d * d]
+            return expand(expand(s)) * m[..., : d * d].reshape(m.shape[:-1] + (d, d)), d * np.log(s) + m[..., d * d]
         if self.kind == "gamma-matrix":
             sign, logdet = np.linalg.slogdet(self.matrix)
-            return _e(_e(s * m[..., 1])) * self.matrix, d * (np.log(s) + m[..., 0]) + logdet
+            return expand(expand(s * m[..., 1])) * self.matrix, d * (np.log(s) + m[..., 0]) + logdet
         alpha, log_alpha = m[..., 1], m[..., 0]  # diag: (plate, C, D)
-        return _e(_e(s)) * alpha[..., None] * np.eye(d), np.sum(np.log(s) + log_alpha, -1)
+        return expand(expand(s)) * alpha[..., None] * np.eye(d), np.sum(np.log(s) + log_alpha, -1)
 
     def message(self, state, err):
         s = self.scale
@@ -192,14 +180,14 @@ class _Precision:
         if self.kind == "gamma":
             return np.stack(np.broadcast_arrays(0.5 + 0 * err, -0.5 * s * err), axis=-1)
         if self.kind == "wishart":
-            scaled = -0.5 * _e(_e(s)) * err
+            scaled = -0.5 * expand(expand(s)) * err
             half = np.full(err.shape[:-2] + (1,), 0.5)
             return np.concatenate([scaled.reshape(err.shape[:-2] + (d * d,)), half], axis=-1)
         if self.kind == "gamma-matrix":
             trace = np.einsum("...ij,...ji->...", self.matrix, err)
             return np.stack(np.broadcast_arrays(0.5 * d + 0 * trace, -0.5 * s * trace), axis=-1)
         diagonal = np.diagonal(err, axis1=-2, axis2=-1)  # diag: message per coordinate of alpha
-        return np.stack(np.broadcast_arrays(0.5 + 0 * diagonal, -0.5 * _e(s) * diagonal), axis=-1)
+        return np.stack(np.broadcast_arrays(0.5 + 0 * diagonal, -0.5 * expand(s) * diagonal), axis=-1)
 
 
 class _WholeVector:
@@ -217,14 +205,3 @@ class _WholeVector:
     def scatter_weighted(self, message, weights):
         w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
         return (message * w).reshape(-1, self.dim, message.shape[-1]).sum(axis=0)
-
-
-def _e(x):
-    return np.asarray(x)[..., None] if np.ndim(x) else x
-
-
-def _pack(h, j):
-    """(h, vec J) as one flat message; the two may broadcast against each other (plate-free reads)."""
-    j = j.reshape(j.shape[:-2] + (-1,))
-    lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
-    return np.concatenate([np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])], axis=-1)
