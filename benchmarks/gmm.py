@@ -75,16 +75,16 @@ def make_data(k: int, n: int, d: int, seed: int = 0) -> np.ndarray:
 # ---- the floor: hand-written numpy VBEM ------------------------------------------------------
 
 def floor_vbem(x: np.ndarray, r: np.ndarray, iterations: int) -> list[float]:
-    """Bishop §10.2 VBEM from responsibilities `r`: M-step, E-step, bound; returns the bounds."""
+    """Bishop §10.2 VBEM from responsibilities `r`: M-step, E-step, bound; returns the bounds.
+
+    Written as a careful numpy user would: statistics and quadratic forms as matrix products
+    with the rows x⊗x, never an N × K × D temporary."""
     n, d = x.shape
-    k = r.shape[1]
+    outer = (x[:, :, None] * x[:, None, :]).reshape(n, d * d)
     nu0, w0_inv = float(d), np.eye(d)
     bounds = []
     for _ in range(iterations):
-        nk = r.sum(0) + 1e-300
-        xbar = (r.T @ x) / nk[:, None]
-        diff = x[:, None, :] - xbar[None]
-        s = np.einsum("nk,nki,nkj->kij", r, diff, diff) / nk[:, None, None]
+        nk, xbar, s = _statistics(x, outer, r)
         alpha, beta, nu = ALPHA0 + nk, BETA0 + nk, nu0 + nk
         m = (nk[:, None] * xbar) / beta[:, None]
         w_inv = w0_inv + nk[:, None, None] * s + (BETA0 * nk / (BETA0 + nk))[:, None, None] * np.einsum(
@@ -93,12 +93,21 @@ def floor_vbem(x: np.ndarray, r: np.ndarray, iterations: int) -> list[float]:
         logdet_w = np.linalg.slogdet(w)[1]
         e_logpi = digamma(alpha) - digamma(alpha.sum())
         e_logdet = digamma(0.5 * (nu[:, None] - np.arange(d))).sum(1) + d * np.log(2) + logdet_w
-        dx = x[:, None, :] - m[None]
-        quad = d / beta + nu * np.einsum("nki,kij,nkj->nk", dx, w, dx)
-        log_rho = e_logpi + 0.5 * e_logdet - 0.5 * d * np.log(2 * np.pi) - 0.5 * quad
+        wm = np.einsum("kij,kj->ki", w, m)
+        quad = outer @ w.reshape(len(nu), d * d).T - 2 * x @ wm.T + np.einsum("ki,ki->k", m, wm)
+        log_rho = e_logpi + 0.5 * e_logdet - 0.5 * d * np.log(2 * np.pi) - 0.5 * (d / beta + nu * quad)
         r = np.exp(log_rho - logsumexp(log_rho, axis=1, keepdims=True))
-        bounds.append(_bound(x, r, alpha, beta, m, w, nu, e_logpi, e_logdet, logdet_w))
+        bounds.append(_bound(x, outer, r, alpha, beta, m, w, nu, e_logpi, e_logdet, logdet_w))
     return bounds
+
+
+def _statistics(x, outer, r):
+    """N_k, x̄_k and S_k (Bishop 10.51–10.53) from matrix products."""
+    d = x.shape[1]
+    nk = r.sum(0) + 1e-300
+    xbar = (r.T @ x) / nk[:, None]
+    s = (r.T @ outer).reshape(-1, d, d) / nk[:, None, None] - np.einsum("ki,kj->kij", xbar, xbar)
+    return nk, xbar, s
 
 
 def _log_wishart_norm(logdet_w, nu, d):
@@ -106,14 +115,11 @@ def _log_wishart_norm(logdet_w, nu, d):
              + gammaln(0.5 * (nu[..., None] - np.arange(d))).sum(-1))
 
 
-def _bound(x, r, alpha, beta, m, w, nu, e_logpi, e_logdet, logdet_w):
+def _bound(x, outer, r, alpha, beta, m, w, nu, e_logpi, e_logdet, logdet_w):
     """Bishop (10.70)–(10.77), every constant included."""
     n, d = x.shape
     k = r.shape[1]
-    nk = r.sum(0) + 1e-300
-    xbar = (r.T @ x) / nk[:, None]
-    diff = x[:, None, :] - xbar[None]
-    s = np.einsum("nk,nki,nkj->kij", r, diff, diff) / nk[:, None, None]
+    nk, xbar, s = _statistics(x, outer, r)
     dm = xbar - m
     lik = 0.5 * np.sum(nk * (e_logdet - d / beta - nu * np.einsum("kij,kji->k", s, w)
                              - nu * np.einsum("ki,kij,kj->k", dm, w, dm) - d * np.log(2 * np.pi)))

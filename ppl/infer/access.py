@@ -42,6 +42,13 @@ class Access:
         self.plate_free = bool(np.all(index == first))
         self.components = first
 
+    def read(self, state) -> np.ndarray:
+        """`gather` of the variable's current moments, reused while the variable is unchanged."""
+        key = (id(state), state.versions.get(self.name, 0))
+        if getattr(self, "_key", None) != key:
+            self._key, self._value = key, self.gather(state.moments(self.name))
+        return self._value
+
     def gather(self, moments: np.ndarray) -> np.ndarray:
         """moments (size, S) → plate + (C, S), a broadcast view when the read is plate-free."""
         if self.plate_free:
@@ -91,6 +98,8 @@ def _sum_by_index(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarra
     """out[i] = Σ values[j] over j with index[j] = i; (len(index), S) → (size, S)."""
     if size == 1:
         return values.sum(axis=0, keepdims=True)
+    if len(index) == size and np.array_equal(index, np.arange(size)):
+        return np.array(values, dtype=float)  # one value per element already
     out = np.empty((size, values.shape[1]))
     for column in range(values.shape[1]):
         out[:, column] = np.bincount(index, values[:, column], minlength=size)

@@ -18,11 +18,13 @@ class State:
         self.natural: dict = {}
         self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
         self._moments: dict = {}
+        self.versions: dict = {}  # name -> count of updates, so factors can reuse what is unchanged
         self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
 
     def set(self, name: str, natural: np.ndarray) -> None:
         self.natural[name] = natural
         self._moments.pop(name, None)
+        self.versions[name] = self.versions.get(name, 0) + 1
 
     def observe(self, name: str, stats: np.ndarray, mask: np.ndarray | None) -> None:
         self.observed[name] = (stats, mask)
@@ -51,6 +53,7 @@ class State:
     def copy(self) -> "State":
         other = State(self.families, self.shapes)
         other.natural = {k: v.copy() for k, v in self.natural.items()}
+        other.versions = {k: -1 - v for k, v in self.versions.items()}  # never equal to a live version
         other.observed = self.observed
         other.rng = self.rng
         return other

@@ -61,7 +61,7 @@ class FactorRuntime(abc.ABC):
         """Responsibilities plate + (C,) when a latent category selects components, else ones."""
         if self.selector is None:
             return np.ones(self.plate.shape + (1,))
-        return state.moments(self.selector.name)[self.selector.index[..., 0]]
+        return self.selector.read(state)[..., 0, :]
 
     def message(self, state, name: str) -> np.ndarray:
         """The summed message to variable `name` in its natural layout, (elements, size)."""
@@ -69,14 +69,23 @@ class FactorRuntime(abc.ABC):
         total = 0.0
         for access in self.reads.get(name, ()):
             if access is self.selector:
-                total = total + access.scatter_rows(self._expected_log(state))
+                total = total + access.scatter_rows(self.expected_log(state))
             else:
                 total = total + access.scatter_weighted(self._message(state, access), weights)
         return total
 
     def elbo(self, state) -> float:
         """Σ over the plate of E_q[log f] (responsibility-weighted across components)."""
-        return float(np.sum(self.weights(state) * self._expected_log(state)))
+        return float(np.sum(self.weights(state) * self.expected_log(state)))
+
+    def expected_log(self, state) -> np.ndarray:
+        """`_expected_log`, reused while none of the variables this factor reads has changed
+        (the selector's message and the ELBO of a sweep need the same values)."""
+        names = sorted(n for n in self.reads if n != (self.selector.name if self.selector else None))
+        key = (id(state),) + tuple(state.versions.get(n, 0) for n in names)
+        if getattr(self, "_log_key", None) != key:
+            self._log_key, self._log_value = key, self._expected_log(state)
+        return self._log_value
 
     @abc.abstractmethod
     def _message(self, state, access) -> np.ndarray:

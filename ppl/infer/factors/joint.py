@@ -75,7 +75,7 @@ class JointGaussian(FactorRuntime):
                               factor.span)
 
     def _value(self, state):
-        m = self.target.gather(state.moments(self.factor.target.name))
+        m = self.target.read(state)
         d = self.dim
         if m.shape[-1] == 2 and d == 1:  # Normal statistics (y, y²)
             return m[..., :1], m[..., 1:].reshape(m.shape[:-1] + (1, 1))
@@ -83,7 +83,7 @@ class JointGaussian(FactorRuntime):
 
     def _group(self, state):
         d = self.dim
-        g = self.read.gather(state.moments(self.key))
+        g = self.read.read(state)
         return g[..., :d], g[..., d], g[..., d + 1: d + 1 + d * d].reshape(g.shape[:-1] + (d, d)), g[..., -1]
 
     def _expected_log(self, state):
