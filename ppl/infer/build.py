@@ -35,6 +35,7 @@ class Problem:
     steps: dict  # latent variable -> (β, κ): step ρ_t = β·t^−κ of its damped update
     stochastic: bool  # some rule estimates gradients by Monte Carlo
     pure_vmp: bool  # every rule is closed-form VMP, so the ELBO must not decrease
+    ncvmp: tuple = ()  # variables updated with NC-VMP messages (damped if they oscillate)
 
     def step(self, name: str, iteration: int) -> float:
         beta, kappa = self.steps.get(name, (1.0, 0.0))
@@ -94,8 +95,9 @@ def build_problem(model, dataset, analysis) -> Problem:
                 steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
     stochastic = any(isinstance(f, GLMFactor) and f.rule == "cvi" and f.samples > 0 for f in runtimes)
     pure = all(t.rule == "vmp" for t in analysis.tags)
+    ncvmp = tuple(sorted({n for f in runtimes if isinstance(f, GLMFactor) and f.rule == "ncvmp" for n in f.reads}))
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
-                   stochastic, pure)
+                   stochastic, pure, ncvmp)
 
 
 def _joint_factors(model, dataset, env, analysis, families, shapes):

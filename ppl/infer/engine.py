@@ -24,6 +24,13 @@ class ElboDecreaseWarning(UserWarning):
     """The ELBO went down under updates that must not decrease it: a bug or bad numerics."""
 
 
+class DampingWarning(UserWarning):
+    """NC-VMP lowered the ELBO (it can oscillate); its step was halved, and the run says so."""
+
+
+SMALLEST_STEP = 1 / 64
+
+
 @dataclass(frozen=True)
 class Options:
     """Settings of one inference run (immutable; validated in `validate`)."""
@@ -83,18 +90,21 @@ SMOOTHING = 10  # sweeps averaged for the convergence test when gradients are st
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
-    trace, converged = [], False
+    trace, converged, notes, shrink = [], False, [], {}
     elbo = problem.elbo(state)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
         snapshot = state.copy() if problem.pure_vmp else None
         for name in problem.order:
-            _update(problem, state, name, options.damping * problem.step(name, iteration))
+            _update(problem, state, name, options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new = problem.elbo(state)
         if not np.isfinite(new):
             raise Unsupported("the ELBO is not finite: the model or data give a degenerate posterior")
-        if problem.pure_vmp and options.damping == 1.0 and new < elbo - 1e-9 * max(1.0, abs(elbo)):
+        fell = new < elbo - 1e-9 * max(1.0, abs(elbo))
+        if fell and problem.pure_vmp and options.damping == 1.0:
             _explain_decrease(problem, snapshot, elbo, options.damping)
+        elif fell and problem.ncvmp:
+            notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)
         if progress is not None:
             progress(iteration, new)
@@ -108,7 +118,22 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
             break
-    return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start)
+    return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
+               warnings=notes)
+
+
+def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
+    """Halve the step of the NC-VMP-updated variables after a sweep that lowered the ELBO —
+    the step shrinking of the CVI paper, recorded rather than silent."""
+    damped = [n for n in problem.ncvmp if shrink.get(n, 1.0) > SMALLEST_STEP]
+    for name in damped:
+        shrink[name] = shrink.get(name, 1.0) / 2
+    if not damped:
+        return []
+    note = (f"sweep {iteration}: NC-VMP lowered the ELBO; the step of {', '.join(f'`{n}`' for n in damped)} "
+            f"is now {shrink[damped[0]]:g}")
+    warnings.warn(note, DampingWarning, stacklevel=3)
+    return [note]
 
 
 def _smoothed_change(trace: list) -> float:
@@ -141,4 +166,4 @@ def _explain_decrease(problem: Problem, snapshot, before: float, damping: float)
         previous = value
 
 
-__all__ = ["run", "Options", "Run", "ElboDecreaseWarning", "build_problem"]
+__all__ = ["run", "Options", "Run", "ElboDecreaseWarning", "DampingWarning", "build_problem"]

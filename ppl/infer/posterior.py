@@ -126,6 +126,7 @@ class Posterior:
     tags: tuple = ()
     levels: dict = field(default_factory=dict)
     restart: int = 0
+    notes: list = field(default_factory=list)  # what the run changed on its own (damping)
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -177,6 +178,7 @@ class Posterior:
             variables[name] = entry
         return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
                 "seconds": self.seconds, "trace": list(self.trace), "elbo_terms": self.elbo_terms,
+                "notes": list(self.notes),
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}
@@ -223,7 +225,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
             mask = problem.dataset.masks.get(name)
             marginals[name] = FamilyMarginal(problem.families[name], nat, mask)
     return Posterior(marginals, run.trace[-1], run.trace, run.elbo_terms, run.iterations, run.converged,
-                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart)
+                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings))
 
 
 def _split_group(problem, state, group) -> dict:

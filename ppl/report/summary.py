@@ -14,7 +14,8 @@ def infer_report(posterior, title: str) -> str:
     rules = sorted({t.rule for t in posterior.tags})
     lines = [title,
              f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
-             f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}", ""]
+             f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}"]
+    lines += [f"note: {n}" for n in posterior.notes] + [""]
     table = posterior.summary(ROWS_PER_VARIABLE)
     rows = []
     for variable, group in table.groupby(table["variable"].str.replace(r"\[.*", "", regex=True), sort=False):
