@@ -28,6 +28,7 @@ import numpy as np
 __all__ = [
     "ExponentialFamily",
     "dot_last",
+    "Marginal",
     "scipy_stats",
     "symmetrize",
     "cholesky",
@@ -49,6 +50,33 @@ def scipy_stats():
     summaries (quantiles) need it."""
     import scipy.stats
     return scipy.stats
+
+
+class Marginal:
+    """Elementwise quantiles of a known 1-D distribution through scipy.special's inverse CDFs
+    (`ndtri`, `gammaincinv`, `betaincinv`), so that summaries need no scipy.stats import
+    (~0.7 s of `ppl infer`'s start-up). `mean()` gives the shape quantiles are broadcast to."""
+
+    def __init__(self, kind: str, *params):
+        self.kind = kind
+        self.params = [np.asarray(p, dtype=float) for p in params]
+
+    def mean(self) -> np.ndarray:
+        shape = np.broadcast_shapes(*(p.shape for p in self.params))
+        return np.zeros(shape)
+
+    def ppf(self, q) -> np.ndarray:
+        from scipy import special
+        if self.kind == "normal":
+            loc, scale = self.params
+            return loc + scale * special.ndtri(q)
+        if self.kind == "gamma":
+            shape, rate = self.params
+            return special.gammaincinv(shape, q) / rate
+        if self.kind == "beta":
+            a, b = self.params
+            return special.betaincinv(a, b, q)
+        raise ValueError(self.kind)
 
 
 def dot_last(t: np.ndarray, nat: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import betaln, digamma
 
-from .base import dot_last, ExponentialFamily, leading, scipy_stats
+from .base import ExponentialFamily, Marginal, dot_last, leading
 from .dirichlet import solve_dirichlet
 
 
@@ -86,7 +86,7 @@ class Beta(ExponentialFamily):
 
     def _marginal(self, nat):
         p = self.params(nat)
-        return scipy_stats().beta(p["a"], p["b"])
+        return Marginal("beta", p["a"], p["b"])
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import digamma, gammaln, logsumexp, polygamma
 
-from .base import dot_last, ExponentialFamily, leading, scipy_stats
+from .base import ExponentialFamily, Marginal, dot_last, leading
 
 _MAX_ITER = 100
 _MAX_HALVINGS = 60
@@ -172,7 +172,7 @@ class Dirichlet(ExponentialFamily):
 
     def _marginal(self, nat):
         alpha = self.params(nat)["alpha"]
-        return scipy_stats().beta(alpha, np.sum(alpha, axis=-1, keepdims=True) - alpha)
+        return Marginal("beta", alpha, np.sum(alpha, axis=-1, keepdims=True) - alpha)
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

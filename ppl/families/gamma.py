@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
-from .base import ExponentialFamily, leading, scipy_stats
+from .base import ExponentialFamily, Marginal, leading
 
 _MAX_ITER = 100
 
@@ -118,7 +118,7 @@ class Gamma(ExponentialFamily):
 
     def _marginal(self, nat):
         p = self.params(nat)
-        return scipy_stats().gamma(p["shape"], scale=1.0 / p["rate"])
+        return Marginal("gamma", p["shape"], p["rate"])
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

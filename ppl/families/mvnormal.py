@@ -17,8 +17,8 @@ from typing import ClassVar
 import numpy as np
 
 from .base import (
-    scipy_stats,
     ExponentialFamily,
+    Marginal,
     cho_solve,
     chol_inverse,
     chol_logdet,
@@ -132,7 +132,7 @@ class MvNormal(ExponentialFamily):
         return np.sqrt(np.diagonal(self.mean_cov(nat)[1], axis1=-2, axis2=-1))
 
     def _marginal(self, nat):
-        return scipy_stats().norm(self.mean(nat), self.sd(nat))
+        return Marginal("normal", self.mean(nat), self.sd(nat))
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

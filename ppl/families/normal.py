@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .base import ExponentialFamily, leading, scipy_stats
+from .base import ExponentialFamily, Marginal, leading
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -79,7 +79,7 @@ class Normal(ExponentialFamily):
         return 1.0 / np.sqrt(self.params(nat)["precision"])
 
     def _marginal(self, nat):
-        return scipy_stats().norm(self.mean(nat), self.sd(nat))
+        return Marginal("normal", self.mean(nat), self.sd(nat))
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)

@@ -62,14 +62,18 @@ class NormalWishart:
         return {"mean": mean, "beta": beta, "dof": 2.0 * half + self.dim, "scale": chol_inverse(inv_scale)}
 
     def log_partition(self, nat) -> np.ndarray:
-        p = self.params(nat)
+        return self._log_partition(self.params(nat))
+
+    def _log_partition(self, p) -> np.ndarray:
         d, nu = self.dim, p["dof"]
         logdet = chol_logdet(np.linalg.cholesky(p["scale"]))
         return (-0.5 * d * np.log(p["beta"]) + 0.5 * nu * logdet + 0.5 * nu * d * np.log(2.0)
                 + _multigammaln(0.5 * nu, d))
 
     def to_mean(self, nat) -> np.ndarray:
-        p = self.params(nat)
+        return self._to_mean(self.params(nat))
+
+    def _to_mean(self, p) -> np.ndarray:
         d, nu, w, m = self.dim, p["dof"], p["scale"], p["mean"]
         wm = np.einsum("...ij,...j->...i", w, m)
         e_lambda = nu[..., None, None] * w
@@ -84,7 +88,8 @@ class NormalWishart:
 
     def entropy(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
-        return self.log_partition(nat) - np.sum(nat * self.to_mean(nat), -1) - self.expected_log_base(nat)
+        p = self.params(nat)  # once: it costs a batched matrix inverse
+        return self._log_partition(p) - np.sum(nat * self._to_mean(p), -1) - self.expected_log_base(nat)
 
     def valid(self, nat) -> np.ndarray:
         try:

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
 from ppl import families as fam
-from ppl.families.base import chol_inverse, scipy_stats
+from ppl.families.base import chol_inverse
 from ppl.infer.factors.joint import group_key
 
 QUANTILES = (0.025, 0.975)
@@ -77,7 +78,7 @@ class StudentTMarginal:
 
     def quantiles(self, qs):
         qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
-        return scipy_stats().t.ppf(qs, self.df[..., None], loc=self._mean, scale=self._marginal_scale())
+        return self._mean + self._marginal_scale() * special.stdtrit(self.df[..., None], qs)
 
     def draws(self, n, rng):
         chol = np.linalg.cholesky(self.scale)
@@ -106,7 +107,7 @@ class _ScalarT(StudentTMarginal):
 
     def quantiles(self, qs):
         qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
-        return scipy_stats().t.ppf(qs, self.df, loc=self._mean, scale=self._marginal_scale())
+        return self._mean + self._marginal_scale() * special.stdtrit(self.df, qs)
 
     def draws(self, n, rng):
         return self._mean + self._marginal_scale() * rng.standard_t(self.df, size=(n,) + np.shape(self._mean))

@@ -45,7 +45,12 @@ class State:
 
     def entropy(self, name: str) -> float:
         """H[q] summed over the latent elements (the missing cells of a partially observed array)."""
-        h = self.families[name].entropy(self.natural[name])
+        family = self.families[name]
+        if hasattr(family, "entropy_of_mean"):  # reuse the cached moments when the family can
+            h = family.entropy_of_mean(self.moments(name) if name not in self.observed else
+                                       family.to_mean(self.natural[name]))
+        else:
+            h = family.entropy(self.natural[name])
         if name in self.observed:
             h = np.where(self.observed[name][1], 0.0, h)
         return float(np.sum(h))

@@ -95,7 +95,15 @@ class JointGaussian(FactorRuntime):
         return 0.5 * d * np.log(s) + 0.5 * logdet - 0.5 * d * LOG_2PI - 0.5 * s * fit
 
     def _message(self, state, access):
-        y1, y2 = self._value(state)  # plate + (1, ...): the same for every component
+        """Per data point (s y, −s/2, −s/2 vec y yᵀ, ½): the same for every component, and
+        constant while the value is (always, for observed data)."""
+        key = (id(state), state.versions.get(self.factor.target.name, 0))
+        if getattr(self, "_message_key", None) != key:
+            self._message_key, self._message_value = key, self._site_statistics(state)
+        return self._message_value
+
+    def _site_statistics(self, state):
+        y1, y2 = self._value(state)  # plate + (1, ...)
         s = np.asarray(self.scale, dtype=float)
         d = self.dim
         shape = np.broadcast_shapes(y1.shape[:-1], np.shape(s))
