@@ -6,7 +6,7 @@ the stages are timed separately, each as the median of --repeat runs after a war
     parse    text -> AST                         ppl.lang.parse
     check    AST -> checked model                ppl.lang.check
     bind     CSV -> typed arrays (if a CSV)      ppl.data.bind
-    graph    checked model -> factor graph       ppl.graph.build
+    graph    checked model -> factor graph       ppl.graph.factor_graph
     analyze  factor graph -> rule per edge       ppl.graph.analyze
 
 "total" is parse + check + graph + analyze; binding is reported but left out of the total,

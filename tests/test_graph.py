@@ -1,5 +1,5 @@
 """The factor graph: its size does not depend on the data, its nodes and edges are what the
-docstring of `ppl.graph.build` promises, and `ppl graph` prints DOT that Graphviz can read."""
+docstring of `ppl.graph.factor_graph` promises, and `ppl graph` prints DOT that Graphviz can read."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import ppl
 from ppl import cli
-from ppl.graph.build import to_dot
+from ppl.graph.factor_graph import to_dot
 
 MIXTURE = """
 const K = 3
@@ -94,7 +94,7 @@ def test_chain_graph_size_does_not_depend_on_rows():
     assert graphs[1].nodes["x"]["shape"] == (1_000_000,)
 
 
-# ---- node kinds and edge roles (the docstring of ppl/graph/build.py) --------------------
+# ---- node kinds and edge roles (the docstring of ppl/graph/factor_graph.py) --------------------
 
 def _small_graph(missing: bool = False):
     model = ppl.compile(SMALL)
