@@ -118,6 +118,9 @@ def _infer(args, constants) -> int:
         raise OptionError("E323", "ppl infer needs a data file: ppl infer MODEL DATA")
     if args.draws and not args.draws_output:
         raise OptionError("E324", "--draws N needs --draws-output FILE.csv")
+    import warnings
+    from ppl.infer import DampingWarning
+    warnings.simplefilter("ignore", DampingWarning)  # the report prints the same note
     model = ppl.load(args.model, set=constants)
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,

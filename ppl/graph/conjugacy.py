@@ -36,7 +36,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(("MvNormal",), ("precision",), ("Wishart",), ("identity", "scaled"), "vmp",
             "MvNormal–Wishart", "the precision matrix is a multiple of Wishart `{var}`"),
     Pattern(("MvNormal",), ("precision",), ("Gamma",), ("scaled",), "vmp", "MvNormal–Gamma",
-            "the precision matrix is Gamma `{var}` times a fixed matrix"),
+            "the precision matrix is linear in Gamma `{var}` (a fixed matrix times it, or diag({var}))"),
     Pattern(("Gamma",), ("rate",), ("Gamma",), ("identity", "scaled"), "vmp", "Gamma–Gamma",
             "the rate is a multiple of Gamma `{var}`"),
     Pattern(("Poisson",), ("rate",), ("Gamma",), ("identity", "scaled"), "vmp", "Poisson–Gamma",

@@ -20,7 +20,8 @@ class Unsupported(ModelError):
 
     def __init__(self, message: str, span=None):
         super().__init__("E500", message, span=span,
-                         hint="see docs/language.md for what the inference engine supports")
+                         hint="docs/rules/ says what each rule runs on; docs/tutorials/README.md lists "
+                              "the models that run end to end")
 
 
 class Access:

@@ -17,6 +17,7 @@ from ppl.lang import ast
 from ppl.infer.plates import Environment
 
 AVAILABLE_RULES = ("vmp", "ncvmp", "cvi")
+GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal")
 DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
 
@@ -73,6 +74,10 @@ def build_problem(model, dataset, analysis) -> Problem:
         nonconjugate = rules & {"ncvmp", "cvi"}
         if nonconjugate:
             rule = "cvi" if "cvi" in nonconjugate else "ncvmp"
+            if factor.dist.name not in GLM_DISTRIBUTIONS:
+                raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
+                                  f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
+                                  f"and Normal likelihoods", factor.span)
             options = next(t.options for t in analysis.for_factor(factor.name) if t.rule == rule)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
         elif factor.dist.name in ("Normal", "MvNormal"):
@@ -128,6 +133,13 @@ def _joint_factors(model, dataset, env, analysis, families, shapes):
 
 def family_for(var, env):
     """The exponential family of a variable's values, from its distribution and event shape."""
+    try:
+        return _family(var, env)
+    except ValueError as exc:  # a family rejects its structure, e.g. one category (K = 1)
+        raise Unsupported(f"`{var.name}` ({var.dist}): {exc}", var.span) from None
+
+
+def _family(var, env):
     event = [env.size(d) for d in var.event_shape]
     dist = var.dist
     if dist == "MvNormal":

@@ -52,13 +52,7 @@ class LinearBuilder:
                    and self.model.variables[n.id].kind == "latent" for n in ast.walk(expr))
 
     def _data(self, expr) -> np.ndarray:
-        value = np.asarray(self.plate.evaluate(expr), dtype=float)
-        rank = len(self.plate.shape)
-        if value.ndim <= rank and value.ndim > 0 and value.shape == self.plate.shape[rank - value.ndim:]:
-            return value.reshape(value.shape + (1,) * 1)  # a plate-shaped value: add the component axis
-        if value.ndim > rank:  # plate + element dims: component axis goes between
-            return np.expand_dims(value, rank)
-        return value
+        return self.plate.over_components(expr)
 
     def _parse(self, expr):
         if not self._latent(expr):

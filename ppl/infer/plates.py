@@ -38,6 +38,21 @@ class Plate:
         """The value of a data/constant expression at every plate element."""
         return self.env.evaluate(expr, self.grids)
 
+    def over_components(self, expr: ast.Expr) -> np.ndarray:
+        """A data/constant expression shaped plate + (1,) + element, ready to meet arrays with a
+        component axis. Only an expression that reads loop variables or data varies along the
+        plate; a constant (`eye(D)`, `m0`) keeps its own shape even when it happens to match
+        the plate's (K = D)."""
+        value = np.asarray(self.evaluate(expr), dtype=float)
+        rank = len(self.shape)
+        varies = any(isinstance(n, ast.Name) and (n.id in self.grids or n.id in self.env.data)
+                     for n in ast.walk(expr))
+        if not varies or rank == 0 or value.ndim == 0:
+            return value
+        if value.ndim < rank:  # varies along the trailing plate axes only
+            value = value.reshape((1,) * (rank - value.ndim) + value.shape)
+        return np.expand_dims(value, rank)
+
 
 class Environment:
     """Sizes, constants and data arrays of one bound model, and a numpy evaluator over them."""

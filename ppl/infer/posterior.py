@@ -128,6 +128,7 @@ class Posterior:
     levels: dict = field(default_factory=dict)
     restart: int = 0
     notes: list = field(default_factory=list)  # what the run changed on its own (damping)
+    joint: list = field(default_factory=list)  # JointDraws of @joint groups
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -138,7 +139,13 @@ class Posterior:
     def draws(self, n: int, seed=None) -> dict:
         """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape."""
         rng = np.random.default_rng(seed)
-        return {name: m.draws(n, rng) for name, m in self.marginals.items()}
+        draws = {}
+        for group in self.joint:
+            draws.update(group.draws(n, rng))
+        for name, m in self.marginals.items():
+            if name not in draws:
+                draws[name] = m.draws(n, rng)
+        return draws
 
     def summary(self, rows_per_variable: int | None = None) -> pd.DataFrame:
         """One row per element: variable, family, mean, sd and the 2.5%/97.5% quantiles.
@@ -178,6 +185,7 @@ class Posterior:
                 entry["levels"] = self.levels[name]
             variables[name] = entry
         return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
+                "levels": {name: list(labels) for name, labels in self.levels.items()},
                 "seconds": self.seconds, "trace": list(self.trace), "elbo_terms": self.elbo_terms,
                 "notes": list(self.notes),
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
@@ -209,6 +217,24 @@ def _list(array) -> list | float:
     return array.tolist()
 
 
+class JointDraws:
+    """Draws from a Normal–Wishart factor of q: Λ from its Wishart, then μ | Λ ~ N(m, (βΛ)⁻¹)."""
+
+    def __init__(self, mean: str, precision: str, family, natural, scalar: bool):
+        self.mean, self.precision = mean, precision
+        self.family, self.natural, self.scalar = family, natural, scalar
+
+    def draws(self, n: int, rng) -> dict:
+        p = self.family.params(self.natural)
+        lam = fam.Wishart(self.family.dim).sample(self.family.precision_natural(self.natural), rng, n)
+        cov = chol_inverse(p["beta"][..., None, None] * lam)
+        z = rng.standard_normal(lam.shape[:-1])
+        mu = p["mean"] + np.einsum("...ij,...j->...i", np.linalg.cholesky(cov), z)
+        if self.scalar:
+            return {self.mean: mu[..., 0], self.precision: lam[..., 0, 0]}
+        return {self.mean: mu, self.precision: lam}
+
+
 def build_posterior(problem, run, analysis) -> Posterior:
     """Marginals for every latent variable (groups split in two) and imputed data cells."""
     state = run.state
@@ -225,8 +251,12 @@ def build_posterior(problem, run, analysis) -> Posterior:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
             mask = problem.dataset.masks.get(name)
             marginals[name] = FamilyMarginal(problem.families[name], nat, mask)
+    joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
+                        state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
+                        model.variables[g.mean].dist == "Normal") for g in analysis.groups]
     return Posterior(marginals, run.trace[-1], run.trace, run.elbo_terms, run.iterations, run.converged,
-                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings))
+                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
+                     joint)
 
 
 def _split_group(problem, state, group) -> dict:

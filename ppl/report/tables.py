@@ -39,6 +39,8 @@ def check_report(report: dict, title: str) -> str:
     rows = [[v["name"], v["kind"], "[" + ", ".join(str(d) for d in v["shape"]) + "]", v["scope"] or "-"]
             for v in report["variables"]]
     parts.append(format_table(["variable", "kind", "shape", "scope"], rows))
+    for group in report.get("groups", []):
+        parts.extend(["", f"joint q: {', '.join(group['variables'])} — {group['reason']}"])
     for block in report.get("blocks", []):
         parts.extend(["", f"ssmf candidate: {', '.join(block['variables'])} — {block['reason']}"])
     return "\n".join(parts) + "\n"

@@ -97,11 +97,7 @@ class FactorRuntime(abc.ABC):
 
     def data(self, expr) -> np.ndarray:
         """A data/constant expression over the plate, with the component axis added."""
-        value = np.asarray(self.plate.evaluate(expr), dtype=float)
-        rank = len(self.plate.shape)
-        if value.ndim >= rank and value.shape[:rank] == self.plate.shape and rank:
-            return np.expand_dims(value, rank)
-        return value
+        return self.plate.over_components(expr)
 
 
 def _selector_read(args: dict, selector: str) -> ast.Expr:
