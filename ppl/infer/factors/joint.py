@@ -47,6 +47,7 @@ class JointPrior(FactorRuntime):
             dof, scale = p["dof"], p["scale"]
         mean = self.data(self.args["mean"])
         self.eta = family.natural(mean=mean, beta=beta, dof=dof, scale=scale)
+        self.log_partition = family.log_partition(self.eta)  # constant: computed once
         self.name = f"{factor.name}, {partner_factor.name}"
 
     def _message(self, state, access):
@@ -55,8 +56,7 @@ class JointPrior(FactorRuntime):
     def _expected_log(self, state):
         moments = self.target.gather(state.moments(self.key))
         eta = np.broadcast_to(self.eta, moments.shape)
-        return (np.sum(eta * moments, -1) - self.family.log_partition(eta)
-                + self.family.expected_log_base(eta))
+        return np.sum(eta * moments, -1) - self.log_partition + self.family.expected_log_base(eta)
 
 
 class JointGaussian(FactorRuntime):
