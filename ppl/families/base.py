@@ -28,6 +28,7 @@ import numpy as np
 __all__ = [
     "ExponentialFamily",
     "dot_last",
+    "require_count",
     "Marginal",
     "scipy_stats",
     "symmetrize",
@@ -77,6 +78,12 @@ class Marginal:
             a, b = self.params
             return special.betaincinv(a, b, q)
         raise ValueError(self.kind)
+
+
+def require_count(owner: str, field: str, value, minimum: int) -> None:
+    """Structural sizes (k categories, dim dimensions) are integers of at least `minimum`."""
+    if int(value) != value or value < minimum:
+        raise ValueError(f"{owner}: {field} must be an integer >= {minimum}, got {value!r}")
 
 
 def dot_last(t: np.ndarray, nat: np.ndarray) -> np.ndarray:

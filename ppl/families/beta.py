@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import betaln, digamma
 
-from .base import ExponentialFamily, Marginal, dot_last, leading
+from .base import ExponentialFamily, Marginal, leading
 from .dirichlet import solve_dirichlet
 
 
@@ -65,11 +65,6 @@ class Beta(ExponentialFamily):
 
     def expected_log_base(self, nat) -> np.ndarray:
         return np.zeros(np.shape(nat)[:-1])
-
-    def entropy(self, nat) -> np.ndarray:
-        """A(λ) − (a − 1)E[log x] − (b − 1)E[log(1 − x)]."""
-        nat = np.asarray(nat, float)
-        return self.log_partition(nat) - dot_last(self.to_mean(nat), nat)
 
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         p = self.params(nat)

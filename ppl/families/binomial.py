@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit, gammaln, log_expit, logit
 
-from .base import as_trials, ExponentialFamily, leading, scipy_stats
+from .base import ExponentialFamily, as_trials, leading, scipy_stats
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from .base import ExponentialFamily, leading, qs_column
+from .base import ExponentialFamily, leading, qs_column, require_count
 
 
 def _xlogy0(p, logp):
@@ -38,8 +38,7 @@ class Categorical(ExponentialFamily):
     arg_constraints: ClassVar = MappingProxyType({"probs": "simplex"})
 
     def __post_init__(self):
-        if int(self.k) != self.k or self.k < 2:
-            raise ValueError(f"Categorical: k must be an integer >= 2, got {self.k!r}")
+        require_count("Categorical", "k", self.k, 2)
 
     @property
     def size(self) -> int:

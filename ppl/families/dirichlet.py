@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import digamma, gammaln, logsumexp, polygamma
 
-from .base import ExponentialFamily, Marginal, dot_last, leading
+from .base import ExponentialFamily, Marginal, leading, require_count
 
 _MAX_ITER = 100
 _MAX_HALVINGS = 60
@@ -103,8 +103,7 @@ class Dirichlet(ExponentialFamily):
     arg_constraints: ClassVar = MappingProxyType({"alpha": "positive_vector"})
 
     def __post_init__(self):
-        if int(self.k) != self.k or self.k < 2:
-            raise ValueError(f"Dirichlet: k must be an integer >= 2, got {self.k!r}")
+        require_count("Dirichlet", "k", self.k, 2)
 
     @property
     def event_shape(self) -> tuple:
@@ -144,11 +143,6 @@ class Dirichlet(ExponentialFamily):
 
     def expected_log_base(self, nat) -> np.ndarray:
         return np.zeros(np.shape(nat)[:-1])
-
-    def entropy(self, nat) -> np.ndarray:
-        """A(λ) − (α − 1)·(ψ(α) − ψ(α₀))."""
-        nat = np.asarray(nat, float)
-        return self.log_partition(nat) - dot_last(self.to_mean(nat), nat)
 
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         """Normalised Gamma draws, in log space so tiny α cannot give 0/0.

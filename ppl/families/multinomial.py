@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import gammaln, logsumexp, softmax
 
-from .base import as_trials, ExponentialFamily, leading, scipy_stats
+from .base import ExponentialFamily, as_trials, leading, require_count, scipy_stats
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,8 +33,7 @@ class Multinomial(ExponentialFamily):
     arg_constraints: ClassVar = MappingProxyType({"probs": "simplex"})
 
     def __post_init__(self):
-        if int(self.k) != self.k or self.k < 2:
-            raise ValueError(f"Multinomial: k must be an integer >= 2, got {self.k!r}")
+        require_count("Multinomial", "k", self.k, 2)
         object.__setattr__(self, "trials", as_trials(self.trials, "Multinomial"))
 
     @property

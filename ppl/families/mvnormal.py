@@ -25,6 +25,7 @@ from .base import (
     cholesky,
     is_positive_definite,
     leading,
+    require_count,
     symmetrize,
 )
 
@@ -44,8 +45,7 @@ class MvNormal(ExponentialFamily):
     )
 
     def __post_init__(self):
-        if int(self.dim) != self.dim or self.dim < 1:
-            raise ValueError(f"MvNormal: dim must be a positive integer, got {self.dim!r}")
+        require_count("MvNormal", "dim", self.dim, 1)
 
     @property
     def event_shape(self) -> tuple:

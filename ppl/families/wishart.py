@@ -26,6 +26,7 @@ from .base import (
     cholesky,
     is_positive_definite,
     leading,
+    require_count,
     symmetrize,
 )
 
@@ -90,8 +91,7 @@ class Wishart(ExponentialFamily):
     )
 
     def __post_init__(self):
-        if int(self.dim) != self.dim or self.dim < 1:
-            raise ValueError(f"Wishart: dim must be a positive integer, got {self.dim!r}")
+        require_count("Wishart", "dim", self.dim, 1)
 
     @property
     def event_shape(self) -> tuple:
