@@ -158,13 +158,15 @@ def _from_dict(table: dict, decl: ast.DataDecl, source: str):
         raise DataError("E405", f"`{decl.name}` has {value.ndim} dimension(s) but is declared with "
                         f"{len(decl.type.dims)}", column=decl.name, source=source)
     raw = value if value.ndim == 2 else value[:, None]
-    return raw.astype(object), [decl.name] * raw.shape[1]
+    return (raw if raw.dtype.kind in "fiub" else raw.astype(object)), [decl.name] * raw.shape[1]
 
 
 def _convert(raw: np.ndarray, decl: ast.DataDecl, variable, columns, source: str):
     """(values, observed mask or None, category labels or None) for one declaration."""
-    missing = pd.isna(pd.DataFrame(raw)).to_numpy()
     elem = variable.elem
+    if raw.dtype.kind in "fiub" and elem in ("real", "int", "bool"):
+        return _numeric_array(raw, decl, elem, columns, source)
+    missing = pd.isna(pd.DataFrame(raw)).to_numpy()
     if elem == "cat":
         return _categories(raw, missing, decl, variable, columns, source)
     frame = pd.DataFrame(raw)
@@ -194,6 +196,27 @@ def _convert(raw: np.ndarray, decl: ast.DataDecl, variable, columns, source: str
     if elem in ("int", "bool"):
         values = values.astype(np.int64)
     return values, mask, None
+
+
+def _numeric_array(raw, decl, elem, columns, source):
+    """A numeric array (dict input) needs no text parsing: NaN is missing, the rest is checked."""
+    values = raw.astype(float)
+    missing = np.isnan(values)
+    if elem in ("int", "bool"):
+        bad = (values != np.round(values)) & ~missing
+        if elem == "bool":
+            bad |= ~np.isin(values, (0, 1)) & ~missing
+        if bad.any():
+            row, col = np.argwhere(bad)[0]
+            raise DataError("E407", f"`{raw[row, col]}` is not {'0/1' if elem == 'bool' else 'an integer'} "
+                            f"(data `{decl.name}` is {elem})", column=columns[col], row=int(row) + 1, source=source)
+    if np.isinf(values).any():
+        row, col = np.argwhere(np.isinf(values))[0]
+        raise DataError("E406", f"`{values[row, col]}` is not a finite number", column=columns[col],
+                        row=int(row) + 1, source=source)
+    mask = ~missing if missing.any() else None
+    values = np.where(missing, 0, values) if mask is not None else values
+    return (values.astype(np.int64) if elem in ("int", "bool") else values), mask, None
 
 
 def _categories(raw, missing, decl, variable, columns, source):

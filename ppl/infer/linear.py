@@ -264,8 +264,8 @@ class OuterMessage:
 
 def quadratic_rows(c: np.ndarray, m: np.ndarray) -> np.ndarray:
     """cᵀ M c for rows c (plate + (C, D)) and matrices M, as one matrix product when M is shared."""
-    rank = c.ndim - 2
-    if m.ndim - 2 == rank and all(n == 1 for n in m.shape[:rank]) and m.shape[rank] == 1 and c.shape[-2] == 1:
+    rank = c.ndim - 2  # plate axes of c (then its component axis, then D)
+    if m.ndim - 3 == rank and all(n == 1 for n in m.shape[:rank]) and m.shape[rank] == 1 and c.shape[-2] == 1:
         rows = c.reshape(-1, c.shape[-1])
         return np.sum((rows @ m.reshape(m.shape[-2:])) * rows, axis=1).reshape(c.shape[:-1])
     return np.einsum("...i,...ij,...j->...", c, m, c)

@@ -64,16 +64,25 @@ class GLMFactor(FactorRuntime):
         m1, m2 = form_moments(state, self.margin)
         return m1, np.maximum(m2 - m1 * m1, 1e-300)
 
+    def expectations(self, state):
+        """(m, v, E[log f], g1, g2) at the current margins by quadrature, computed once while
+        the variables read by η are unchanged (the sites and the ELBO term need the same)."""
+        key = (id(state),) + tuple(state.versions.get(n, 0) for n in sorted(self.reads))
+        if getattr(self, "_quadrature_key", None) != key:
+            m, v = self.margins(state)
+            self._quadrature_key = key
+            self._quadrature = (m, v) + tuple(quadrature(self.likelihood, self.y, self.n, m, v))
+        return self._quadrature
+
     def gradients(self, state, m, v):
         """(g1, g2): exact by quadrature for ncvmp, Monte Carlo for cvi."""
         if self.rule == "cvi" and self.samples > 0:
             return monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
-        _, g1, g2 = quadrature(self.likelihood, self.y, self.n, m, v)
-        return g1, g2
+        return self.expectations(state)[3:]
 
     def sites(self, state):
         """(ỹ, τ̃): the Gaussian pseudo-observation and precision standing in for each data point."""
-        m, v = self.margins(state)
+        m, v = self.expectations(state)[:2]
         g1, g2 = self.gradients(state, m, v)
         tau = np.maximum(-g2, MIN_PRECISION)
         return m + g1 / tau, tau
@@ -83,9 +92,7 @@ class GLMFactor(FactorRuntime):
         return read_message(state, self.margin, access, tau, target, self.factor)
 
     def _expected_log(self, state):
-        m, v = self.margins(state)
-        expected, _, _ = quadrature(self.likelihood, self.y, self.n, m, v)
-        return expected
+        return self.expectations(state)[2]
 
 
 def _observed(dataset, name):
