@@ -48,9 +48,6 @@ KNOWN_BUGS: dict[str, tuple[str, set[str]]] = {
         "variable `n` instead of on `for`", {"location", "expected"}),
     "models/025_unknown_keyword_parameter": (_KWARG_SPAN, {"location", "expected"}),
     "models/071_unknown_rule_option": (_KWARG_SPAN, {"location", "expected"}),
-    "models/037_non_pd_matrix_literal": (
-        "the `pd` support is only refuted for zeros()/ones() (Type.pd False); a constant literal such as "
-        "`[[1, 2], [2, 1]]` (eigenvalues 3 and -1) is accepted as a precision (exit 0)", _ACCEPTED),
     "data/101_missing_column": (
         "diagnostics.nearest (difflib) scores `weight` and `heigth` equally for `height` and breaks the tie "
         "alphabetically, so the hint offers `weight` rather than the transposition `heigth`",

@@ -140,13 +140,47 @@ def _check_support(dist: Distribution, role: str, t: Type, expr: ast.Expr) -> No
     elif support == "count" and value is not None:
         bad = value < 0 or value != int(value)
     elif support == "pd":
-        bad = t.pd is False or (value is not None and not t.shape)
+        matrix = _literal_matrix(expr)
+        bad = t.pd is False or (value is not None and not t.shape) or (matrix is not None and not _is_pd(matrix))
     elif support == "simplex" and t.values is not None:
         bad = any(v < 0 for v in t.values) or abs(sum(t.values) - 1) > 1e-9
     if bad:
         shown = ast.text(expr)
         raise ModelError("E258", f"{dist.name}'s {role} must be {SUPPORTS[support]}, got `{shown}`",
                          span=expr.span)
+
+
+def _literal_matrix(expr):
+    """A matrix written out as numbers (`[[1, 0.5], [0.5, 1]]`), as rows of floats, else None."""
+    if not isinstance(expr, ast.Vector) or not all(isinstance(r, ast.Vector) for r in expr.items):
+        return None
+    rows = []
+    for row in expr.items:
+        values = [(-1 if isinstance(v, ast.Neg) else 1) * (v.operand if isinstance(v, ast.Neg) else v).value
+                  for v in row.items if isinstance(v, ast.Number) or
+                  (isinstance(v, ast.Neg) and isinstance(v.operand, ast.Number))]
+        if len(values) != len(row.items):
+            return None
+        rows.append(values)
+    return rows if all(len(r) == len(rows) for r in rows) else None
+
+
+def _is_pd(rows) -> bool:
+    """Symmetric with a Cholesky factor (plain Python: the checker does not import numpy)."""
+    n = len(rows)
+    if any(abs(rows[i][j] - rows[j][i]) > 1e-12 * max(1.0, abs(rows[i][j])) for i in range(n) for j in range(n)):
+        return False
+    low = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1):
+            s = rows[i][j] - sum(low[i][k] * low[j][k] for k in range(j))
+            if i == j:
+                if s <= 0:
+                    return False
+                low[i][i] = math.sqrt(s)
+            else:
+                low[i][j] = s / low[j][j]
+    return True
 
 
 def _check_dof(dist: Distribution, types: dict, args: dict) -> None:
