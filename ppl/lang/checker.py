@@ -136,12 +136,9 @@ def _overlap(a: tuple, b: tuple) -> bool:
         if ix is None or iy is None:
             return False
         (lo1, hi1), (lo2, hi2) = ix, iy
-        comparable = lambda p, q: p[0] == q[0]  # noqa: E731 — same size name (or both numbers)
-        if comparable(hi1, lo2) and hi1[1] < lo2[1]:
+        if hi1[0] != lo2[0] or hi2[0] != lo1[0]:  # bounds on different sizes: cannot tell
             return False
-        if comparable(hi2, lo1) and hi2[1] < lo1[1]:
-            return False
-        if not (comparable(hi1, lo2) and comparable(hi2, lo1)):
+        if hi1[1] < lo2[1] or hi2[1] < lo1[1]:
             return False
     return True
 
