@@ -16,7 +16,8 @@ from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.lang import ast
 from ppl.infer.plates import Environment
 
-AVAILABLE_RULES = ("vmp", "ncvmp", "cvi")
+AVAILABLE_RULES = ("vmp", "ncvmp", "cvi", "bound:jaakkola")
+MONOTONE_RULES = ("vmp", "bound:jaakkola")  # coordinate ascent on the ELBO or on a strict lower bound
 GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal")
 DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
@@ -71,9 +72,9 @@ def build_problem(model, dataset, analysis) -> Problem:
         if factor.name in done:
             continue
         rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
-        nonconjugate = rules & {"ncvmp", "cvi"}
+        nonconjugate = rules & {"ncvmp", "cvi", "bound:jaakkola"}
         if nonconjugate:
-            rule = "cvi" if "cvi" in nonconjugate else "ncvmp"
+            rule = next(r for r in ("cvi", "bound:jaakkola", "ncvmp") if r in nonconjugate)
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
                                   f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
@@ -99,7 +100,7 @@ def build_problem(model, dataset, analysis) -> Problem:
                 beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
                 steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
     stochastic = any(isinstance(f, GLMFactor) and f.rule == "cvi" and f.samples > 0 for f in runtimes)
-    pure = all(t.rule == "vmp" for t in analysis.tags)
+    pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
     ncvmp = tuple(sorted({n for f in runtimes if isinstance(f, GLMFactor) and f.rule == "ncvmp" for n in f.reads}))
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
                    stochastic, pure, ncvmp)

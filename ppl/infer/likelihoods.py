@@ -147,6 +147,25 @@ def _split_legendre(m, v):
     return np.concatenate([p[0] for p in pieces], 1), np.concatenate([p[1] for p in pieces], 1)
 
 
+def jaakkola_lambda(xi):
+    """λ(ξ) = tanh(ξ/2) / (4ξ), with its limit 1/8 at ξ = 0 (series below 1e-4)."""
+    xi = np.abs(np.asarray(xi, dtype=float))
+    small = xi < 1e-4
+    safe = np.where(small, 1.0, xi)
+    return np.where(small, 0.125 - xi * xi / 192.0, np.tanh(safe / 2) / (4 * safe))
+
+
+def jaakkola(y, n, m, v):
+    """The Jaakkola–Jordan bound for Bernoulli/Binomial–logistic at its optimal ξ² = m² + v.
+
+    log(1 + e^η) ≤ λ(ξ)(η² − ξ²) + (η − ξ)/2 + log(1 + e^ξ) makes log f a quadratic in η:
+    a Gaussian site with precision 2nλ(ξ) and τ̃ỹ = y − n/2. Returns (E[bound], τ̃, τ̃ỹ)."""
+    xi = np.sqrt(m * m + v)
+    lam = jaakkola_lambda(xi)
+    bound = (y - n / 2) * m + n * (xi / 2 - np.logaddexp(0.0, xi))
+    return bound, 2 * n * lam, y - n / 2 + 0 * m
+
+
 def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: int):
     """(g1, g2) estimated from `samples` reparameterised draws η = m + √v ε per element."""
     eps = rng.standard_normal(np.shape(m) + (samples,))

@@ -11,7 +11,9 @@ likelihood N(ỹ | η, τ̃⁻¹) — the natural gradient of E[log f] in that r
 (Khan & Lin, eqs. 29–31). The rules differ only in how g1 and g2 are computed:
 
 - `ncvmp`: Gauss–Hermite, exact (Knowles & Minka's NC-VMP; the engine applies it with β = 1);
-- `cvi`: Monte Carlo with `samples` draws, applied by the engine with step β (Khan & Lin).
+- `cvi`: Monte Carlo with `samples` draws, applied by the engine with step β (Khan & Lin);
+- `bound:jaakkola`: the site of the Jaakkola–Jordan quadratic bound at its optimal ξ, and the
+  bound itself as the factor's ELBO term, so every update increases a strict lower bound.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import numpy as np
 
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, quadrature
+from scipy.special import gammaln
+
+from ppl.infer.likelihoods import LIKELIHOODS, gaussian, jaakkola, monte_carlo, quadrature
 from ppl.infer.linear import LinearBuilder, form_moments, read_message
 from ppl.lang import ast
 
@@ -43,6 +47,10 @@ class GLMFactor(FactorRuntime):
         self.y = values[..., 0].astype(float)
         self.n = self.data(self.args["trials"]) if "trials" in self.args else 1.0
         self.families = families
+        if rule == "bound:jaakkola" and self.likelihood.name not in ("Bernoulli–logistic", "Binomial–logistic"):
+            raise Unsupported(f"the Jaakkola bound needs a logistic link in `{self.name}`", factor.span)
+        self._log_binomial = gammaln(self.n + 1) - gammaln(self.y + 1) - gammaln(self.n - self.y + 1) \
+            if "trials" in self.args else 0.0
 
     def _likelihood(self, factor, rule):
         """The scalar likelihood and the expression of its margin η."""
@@ -82,6 +90,9 @@ class GLMFactor(FactorRuntime):
 
     def sites(self, state):
         """(ỹ, τ̃): the Gaussian pseudo-observation and precision standing in for each data point."""
+        if self.rule == "bound:jaakkola":
+            _, tau, scaled = jaakkola(self.y, self.n, *self.margins(state))
+            return scaled / tau, tau
         m, v = self.expectations(state)[:2]
         g1, g2 = self.gradients(state, m, v)
         tau = np.maximum(-g2, MIN_PRECISION)
@@ -92,6 +103,8 @@ class GLMFactor(FactorRuntime):
         return read_message(state, self.margin, access, tau, target, self.factor)
 
     def _expected_log(self, state):
+        if self.rule == "bound:jaakkola":
+            return jaakkola(self.y, self.n, *self.margins(state))[0] + self._log_binomial
         return self.expectations(state)[2]
 
 
