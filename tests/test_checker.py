@@ -9,37 +9,11 @@ import json
 import numpy as np
 import pytest
 
+from model_texts import CHAIN, MIXTURE
 import ppl
 from ppl import ModelError, OptionError, cli
 
-MIXTURE = """
-const K = 6
-const alpha0 = 0.001
-const beta0 = 1.0
-const nu0 = 2.0
-data x: real[N, D] from (eruptions, waiting)
-pi ~ Dirichlet(alpha0 * ones(K))
-for k in 1..K {
-  Lambda[k] ~ Wishart(nu0, eye(D))
-  mu[k] ~ MvNormal(zeros(D), beta0 * Lambda[k])
-}
-for n in 1..N {
-  z[n] ~ Categorical(pi)
-  x[n] ~ MvNormal(mu[z[n]], Lambda[z[n]])
-}
-"""
 
-CHAIN = """
-data y: bool[T]
-a ~ Normal(0, 1)
-x[1] ~ Normal(0, 1)
-for t in 2..T {
-  x[t] ~ Normal(a * x[t-1], 10.0)
-}
-for t in 1..T {
-  y[t] ~ Bernoulli(logistic(x[t])) @cvi(samples=10)
-}
-"""
 
 MIXTURE_DATA = {"x": np.array([[3.6, 79.0], [1.8, 54.0], [3.3, 74.0], [2.3, 62.0], [4.5, 85.0]])}
 CHAIN_DATA = {"y": np.array([1, 0, 1, 1, 0, 1, 1])}

@@ -24,41 +24,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from model_texts import CHAIN, MIXTURE
 import ppl
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ---- seed models ------------------------------------------------------------------------
 
-GMM = """\
-# GMM
-const K = 6
-const alpha0 = 0.001
-const beta0 = 1.0
-const nu0 = 2.0
-data x: real[N, D] from (eruptions, waiting)
-pi ~ Dirichlet(alpha0 * ones(K))
-for k in 1..K {
-  Lambda[k] ~ Wishart(nu0, eye(D))
-  mu[k] ~ MvNormal(zeros(D), beta0 * Lambda[k])
-}
-for n in 1..N {
-  z[n] ~ Categorical(pi)
-  x[n] ~ MvNormal(mu[z[n]], Lambda[z[n]])
-}
-"""
+GMM = MIXTURE
 
-KALMAN = """\
-data y: bool[T]
-a ~ Normal(0, 1)
-x[1] ~ Normal(0, 1)
-for t in 2..T {
-  x[t] ~ Normal(a * x[t-1], 10.0)
-}
-for t in 1..T {
-  y[t] ~ Bernoulli(logistic(x[t])) @cvi(samples=10)
-}
-"""
+KALMAN = CHAIN
 
 REGRESSION = """\
 const D = 3

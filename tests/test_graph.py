@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from model_texts import CHAIN
 import ppl
 from ppl import cli
 from ppl.graph.factor_graph import to_dot
@@ -28,17 +29,6 @@ for n in 1..N {
 }
 """
 
-CHAIN = """
-data y: bool[T]
-a ~ Normal(0, 1)
-x[1] ~ Normal(0, 1)
-for t in 2..T {
-  x[t] ~ Normal(a * x[t-1], 10.0)
-}
-for t in 1..T {
-  y[t] ~ Bernoulli(logistic(x[t])) @cvi(samples=10)
-}
-"""
 
 SMALL = """
 data x: real[N]

@@ -1,0 +1,30 @@
+"""Small models several test files use as material (a mixture and a Markov chain)."""
+
+MIXTURE = """
+const K = 6
+const alpha0 = 0.001
+const beta0 = 1.0
+const nu0 = 2.0
+data x: real[N, D] from (eruptions, waiting)
+pi ~ Dirichlet(alpha0 * ones(K))
+for k in 1..K {
+  Lambda[k] ~ Wishart(nu0, eye(D))
+  mu[k] ~ MvNormal(zeros(D), beta0 * Lambda[k])
+}
+for n in 1..N {
+  z[n] ~ Categorical(pi)
+  x[n] ~ MvNormal(mu[z[n]], Lambda[z[n]])
+}
+"""
+
+CHAIN = """
+data y: bool[T]
+a ~ Normal(0, 1)
+x[1] ~ Normal(0, 1)
+for t in 2..T {
+  x[t] ~ Normal(a * x[t-1], 10.0)
+}
+for t in 1..T {
+  y[t] ~ Bernoulli(logistic(x[t])) @cvi(samples=10)
+}
+"""
