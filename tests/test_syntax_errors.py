@@ -58,7 +58,7 @@ def _snippet_cases():
             yield pytest.param(label, snippet, prefix, id=f"{snippet}-{prefix_id}", marks=marks)
 
 
-@pytest.mark.parametrize("label,snippet,prefix", _snippet_cases())
+@pytest.mark.parametrize("label,snippet,prefix", list(_snippet_cases()))
 def test_snippet_gets_its_message(label, snippet, prefix):
     error = _error(prefix + snippet)
     message, hint = label
