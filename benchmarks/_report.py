@@ -1,11 +1,19 @@
-"""What every benchmark script shares: a description of the machine, and writing one `## `
-section of docs/benchmarks.md without touching the others."""
+"""What every benchmark script shares: one BLAS thread, a description of the machine, and
+writing one `## ` section of docs/benchmarks.md without touching the others.
+
+Import it before numpy: the thread count is read when the BLAS library loads.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
 from pathlib import Path
+
+# One BLAS thread for every contender: fair, and repeatable on a small shared machine (two
+# threads on two busy cores made matrix products up to 50x slower in our runs).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 
 def machine() -> str:

@@ -23,14 +23,7 @@ scikit-learn bayespy`); a peer that is not installed is reported as such.
 
 from __future__ import annotations
 
-import os
-
-# One BLAS thread for every contender: fair, and repeatable on a small shared machine (two
-# threads on two busy cores made matrix products up to 50x slower in our runs).
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
-import argparse  # noqa: E402
+import argparse
 import statistics
 import subprocess
 import sys
@@ -38,15 +31,16 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-from scipy.special import digamma, gammaln, logsumexp
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._report import machine, write_section  # noqa: E402  (before numpy: one BLAS thread)
+
+import numpy as np  # noqa: E402
+from scipy.special import digamma, gammaln, logsumexp  # noqa: E402
+
 import ppl  # noqa: E402
-from benchmarks._report import machine, write_section  # noqa: E402
 from ppl.infer import Options, build_problem, run  # noqa: E402
 from ppl.infer.initialise import initialise  # noqa: E402
 

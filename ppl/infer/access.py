@@ -151,10 +151,9 @@ class AccessBuilder:
                 values = np.asarray(self.plate.evaluate(index)) - 1
                 axes.append(_with_component_axis(values, plate_rank))
         rest = dims[len(indices):]
-        if len(rest) > plate_rank or tuple(rest) != self.plate.shape[plate_rank - len(rest):]:
-            if rest:
-                raise Unsupported(f"`{ast.text(expr)}` leaves dimensions of `{name}` that do not match "
-                                  f"the plate of this statement", span=expr.span)
+        if rest and (len(rest) > plate_rank or tuple(rest) != self.plate.shape[plate_rank - len(rest):]):
+            raise Unsupported(f"`{ast.text(expr)}` leaves dimensions of `{name}` that do not match "
+                              f"the plate of this statement", span=expr.span)
         for j, size in enumerate(rest):
             axis = plate_rank - len(rest) + j
             axes.append(np.arange(size).reshape([-1 if a == axis else 1 for a in range(plate_rank + 1)]))

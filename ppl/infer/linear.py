@@ -171,7 +171,7 @@ def scalar_part(state, term: Term, skip=None):
     return first, second
 
 
-def term_moments(state, term: Term, dim: int):
+def term_moments(state, term: Term):
     """Scalar mean: (E[t], E[t²]). Vector-valued: (E[t], E[t tᵀ])."""
     s1, s2 = scalar_part(state, term)
     if term.vector is None:
@@ -180,9 +180,8 @@ def term_moments(state, term: Term, dim: int):
     if term.contract:
         c = term.coef
         return np.sum(c * mean, -1) * s1, quadratic_rows(c, outer) * s2
-    c = term.coef[..., None] if np.ndim(term.coef) else term.coef
-    return c * s1[..., None] * mean if np.ndim(s1) else c * s1 * mean, \
-        (c[..., None] ** 2 if np.ndim(c) else c ** 2) * _expand2(s2) * outer
+    scale, scale2 = term.coef * s1, term.coef ** 2 * s2  # vector-valued term: a scalar times v
+    return expand(scale) * mean, expand(expand(scale2)) * outer
 
 
 def form_moments(state, form: LinearForm):
@@ -190,7 +189,7 @@ def form_moments(state, form: LinearForm):
     mean = form.offset.copy()
     spread = 0.0
     for term in form.terms:
-        t1, t2 = term_moments(state, term, form.event)
+        t1, t2 = term_moments(state, term)
         mean = mean + t1
         spread = spread + (t2 - (t1 * t1 if not form.event else np.einsum("...i,...j->...ij", t1, t1)))
     if not form.event:
@@ -202,9 +201,6 @@ def _dim(state, access) -> int:
     return state.families[access.name].event_shape[0]
 
 
-def _expand2(x):
-    return x[..., None, None] if np.ndim(x) else x
-
 
 def read_message(state, form: LinearForm, access, prec, target, factor):
     """The Gaussian message to one read u of the linear form m = a·u + b, from a Gaussian
@@ -214,7 +210,7 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
     """
     m1, _ = form_moments(state, form)
     term = next(t for t in form.terms if access is t.vector or any(access is s for s in t.scalars))
-    t1, _ = term_moments(state, term, form.event)
+    t1, _ = term_moments(state, term)
     residual = target - (m1 - t1)  # E[y] − E[b]
     if access is term.vector:
         s1, s2 = scalar_part(state, term)

@@ -71,8 +71,7 @@ class ConjugateFactor(FactorRuntime):
         return _LATENT_PARAM[self.dist][0](self, state)
 
     def _constant_natural(self):
-        kwargs = {_FAMILY_KEYWORDS.get((self.dist, r), r): p[1] for r, p in self.params.items()
-                  if (self.dist, r) not in _STRUCTURAL}
+        kwargs = {r: p[1] for r, p in self.params.items() if (self.dist, r) not in _STRUCTURAL}
         return self.family.natural(**kwargs)
 
     def _log_base(self, state):
@@ -196,7 +195,5 @@ _LATENT_PARAM = {
     "Multinomial": (_categorical_elbo, _no_target_message, _categorical_to_param),
 }
 
-# Distribution parameter names that differ from the family's keyword, and parameters that
-# belong to the family's structure (trials) rather than its natural parameters.
-_FAMILY_KEYWORDS = {("Beta", "a"): "a", ("Wishart", "dof"): "dof"}
+# Parameters that belong to the family's structure (trials) rather than its natural parameters.
 _STRUCTURAL = {("Binomial", "trials"), ("Multinomial", "trials")}
