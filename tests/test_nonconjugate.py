@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import integrate, optimize
+from scipy import integrate
 from scipy.special import expit, gammaln, log_expit, log_ndtr, ndtr
 
 import ppl
@@ -37,6 +37,8 @@ from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.initialise import initialise
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, quadrature
 from ppl.infer.plates import rbf
+
+from gaussian_optimum import gaussian_elbo_optimum, gh_expect
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -55,7 +57,6 @@ w ~ MvNormal(zeros(D), eye(D))
 y ~ Normal(X @ w, 4.0)"""
 
 CVI_EXACT = "@cvi(samples=0, step=1.0, kappa=0)"
-GH_NODES, GH_WEIGHTS = np.polynomial.hermite.hermgauss(60)
 
 
 # ---------------------------------------------------------------- helpers
@@ -92,12 +93,6 @@ def mean_cov(problem, state, name="w"):
     return m.reshape(-1), cov.reshape(m.size, m.size)
 
 
-def gh_expect(fn, m, v):
-    """E[fn(η)] under N(m, v) by 60-node Gauss–Hermite (this file's own quadrature)."""
-    eta = np.asarray(m)[..., None] + np.sqrt(2.0 * np.asarray(v))[..., None] * GH_NODES
-    return np.sum(GH_WEIGHTS / np.sqrt(np.pi) * fn(eta), axis=-1)
-
-
 def logistic_terms(y):
     """(E log f, g1, g2) of Bernoulli–logistic, written here independently of ppl."""
     y = np.asarray(y, dtype=float)
@@ -118,43 +113,6 @@ def poisson_terms(y):
         rate = np.exp(m + 0.5 * v)
         return y * m - rate - gammaln(y + 1), y - rate, -rate
     return terms
-
-
-def gaussian_elbo_optimum(x, terms):
-    """max over q(w) = N(m, L Lᵀ) of Σ_n E_q[log f_n(x_n·w)] − KL(q ‖ N(0, I)), by L-BFGS-B.
-
-    Parameters: m, log diag L and the strictly lower triangle of L. With m_n = x_n·m and
-    v_n = |Lᵀx_n|²: ∂/∂m = Xᵀg1 − m, ∂/∂L = Xᵀ diag(g2) X L − (L − L⁻ᵀ)."""
-    n, d = x.shape
-    lower = np.tril_indices(d, -1)
-
-    def unpack(theta):
-        m, logdiag = theta[:d], theta[d:2 * d]
-        chol = np.zeros((d, d))
-        chol[lower] = theta[2 * d:]
-        chol[np.diag_indices(d)] = np.exp(logdiag)
-        return m, logdiag, chol
-
-    def negative_elbo(theta):
-        m, logdiag, chol = unpack(theta)
-        margin_m = x @ m
-        margin_v = np.sum((x @ chol) ** 2, axis=1)
-        expected, g1, g2 = terms(margin_m, margin_v)
-        kl = 0.5 * (np.sum(chol ** 2) + m @ m - d) - np.sum(logdiag)
-        grad_m = x.T @ g1 - m
-        grad_chol = (x.T * g2) @ x @ chol - (chol - np.linalg.inv(chol).T)
-        grad = np.concatenate([grad_m, np.diag(grad_chol) * np.exp(logdiag), grad_chol[lower]])
-        return -(np.sum(expected) - kl), -grad
-
-    theta = np.concatenate([np.zeros(d), np.zeros(d), np.zeros(len(lower[0]))])
-    for _ in range(3):  # restart from the optimum: L-BFGS's memory is rebuilt, the last digits settle
-        result = optimize.minimize(negative_elbo, theta, jac=True, method="L-BFGS-B",
-                                   options={"maxiter": 20000, "maxcor": 50, "ftol": 1e-16, "gtol": 1e-11})
-        theta = result.x
-    m, _, chol = unpack(theta)
-    # (the Hessian in m is ≥ I, so a gradient below 1e-5 puts m within 1e-5 of the optimum)
-    assert np.max(np.abs(result.jac)) < 1e-5, result.message
-    return -result.fun, m, chol @ chol.T
 
 
 # ---------------------------------------------------------------- identities

@@ -73,10 +73,11 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str, in_bl
     """None when `rule` can serve the edge, else the reason it cannot."""
     gaussian = family in GAUSSIAN
     logistic = form == "link:logistic"
+    # a Gaussian through a scalar link, or a conjugate one (where the expansion rules are exact)
+    scalar = gaussian and (form.startswith("link:") and form != "link:softmax" or default == "vmp")
     checks = {
         "vmp": (default == "vmp", "the edge is not conjugate"),
-        "ncvmp": (gaussian and (form.startswith("link:") and form != "link:softmax" or default == "vmp"),
-                  "NC-VMP needs a Gaussian neighbour reached through a scalar link"),
+        "ncvmp": (scalar, "NC-VMP needs a Gaussian neighbour reached through a scalar link"),
         "cvi": (gaussian or family in ("Gamma", "Dirichlet", "Beta"),
                 "CVI needs a Gaussian, Gamma, Beta or Dirichlet neighbour"),
         "bound:jaakkola": (gaussian and logistic and dist in ("Bernoulli", "Binomial"),
@@ -87,8 +88,8 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str, in_bl
                             "piecewise bounds are for Bernoulli/Binomial with a logistic link"),
         "bound:stick": (gaussian and form == "link:softmax" and dist == "Categorical",
                         "stick-breaking is for Categorical with a softmax link"),
-        "laplace": (gaussian and default != "vmp", "Laplace VI is for a Gaussian with non-conjugate children"),
-        "delta": (gaussian and default != "vmp", "delta VI is for a Gaussian with non-conjugate children"),
+        "laplace": (scalar, "Laplace VI needs a Gaussian neighbour reached through a scalar link"),
+        "delta": (scalar, "delta VI needs a Gaussian neighbour reached through a scalar link"),
         "ssmf": (in_block, "SSMF is for edges inside a block of dependent local variables"),
     }
     ok, reason = checks.get(rule, (False, "unknown rule"))

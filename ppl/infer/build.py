@@ -11,13 +11,18 @@ from ppl import families as fam
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.gaussian import GaussianFactor
-from ppl.infer.factors.glm import GLMFactor
+from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.lang import ast
 from ppl.infer.plates import Environment
 
-AVAILABLE_RULES = ("vmp", "ncvmp", "cvi", "bound:jaakkola")
-MONOTONE_RULES = ("vmp", "bound:jaakkola")  # coordinate ascent on the ELBO or on a strict lower bound
+GLM_RULES = tuple(APPROXIMATIONS)
+AVAILABLE_RULES = ("vmp",) + GLM_RULES
+# coordinate ascent on the ELBO or on a strict lower bound (majorise–minimise for the bounds)
+MONOTONE_RULES = ("vmp", "bound:jaakkola", "bound:bohning")
+# deterministic but not ascent: their step is halved, and the run says so, if the objective falls
+DAMPED_RULES = ("ncvmp", "bound:piecewise", "laplace", "delta")
+APPROXIMATE_RULES = ("laplace", "delta")  # Wang & Blei: the objective is not a bound
 GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal")
 DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
@@ -37,7 +42,8 @@ class Problem:
     steps: dict  # latent variable -> (β, κ): step ρ_t = β·t^−κ of its damped update
     stochastic: bool  # some rule estimates gradients by Monte Carlo
     pure_vmp: bool  # every rule is closed-form VMP, so the ELBO must not decrease
-    ncvmp: tuple = ()  # variables updated with NC-VMP messages (damped if they oscillate)
+    damped: tuple = ()  # variables updated by a rule in DAMPED_RULES (their step halves if the objective falls)
+    notes: tuple = ()  # what the reader of the result must know (an objective that is not a bound)
 
     def step(self, name: str, iteration: int) -> float:
         beta, kappa = self.steps.get(name, (1.0, 0.0))
@@ -72,9 +78,10 @@ def build_problem(model, dataset, analysis) -> Problem:
         if factor.name in done:
             continue
         rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
-        nonconjugate = rules & {"ncvmp", "cvi", "bound:jaakkola"}
+        nonconjugate = rules & set(GLM_RULES)
         if nonconjugate:
-            rule = next(r for r in ("cvi", "bound:jaakkola", "ncvmp") if r in nonconjugate)
+            # one rule per factor: the annotated one, else the analyzer's default ncvmp
+            rule = next(iter(sorted(nonconjugate - {"ncvmp"})), "ncvmp")
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
                                   f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
@@ -101,9 +108,13 @@ def build_problem(model, dataset, analysis) -> Problem:
                 steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
     stochastic = any(isinstance(f, GLMFactor) and f.rule == "cvi" and f.samples > 0 for f in runtimes)
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
-    ncvmp = tuple(sorted({n for f in runtimes if isinstance(f, GLMFactor) and f.rule == "ncvmp" for n in f.reads}))
+    glms = [f for f in runtimes if isinstance(f, GLMFactor)]
+    damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads}))
+    approximate = sorted({f.rule for f in glms if f.rule in APPROXIMATE_RULES})
+    notes = (f"{' and '.join(approximate)}: the reported ELBO is Wang & Blei's second-order approximation "
+             "(eq. 19), not a bound",) if approximate else ()
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
-                   stochastic, pure, ncvmp)
+                   stochastic, pure, damped, notes)
 
 
 def _joint_factors(model, dataset, env, analysis, families, shapes):

@@ -25,7 +25,8 @@ class ElboDecreaseWarning(UserWarning):
 
 
 class DampingWarning(UserWarning):
-    """NC-VMP lowered the ELBO (it can oscillate); its step was halved, and the run says so."""
+    """A non-ascent rule (NC-VMP, a piecewise bound, Laplace, delta) lowered the objective; its
+    step was halved, and the run says so."""
 
 
 SMALLEST_STEP = 1 / 64
@@ -90,7 +91,7 @@ SMOOTHING = 10  # sweeps averaged for the convergence test when gradients are st
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
-    trace, converged, notes, shrink = [], False, [], {}
+    trace, converged, notes, shrink = [], False, list(problem.notes), {}
     elbo = problem.elbo(state)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
@@ -103,7 +104,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         fell = new < elbo - 1e-9 * max(1.0, abs(elbo))
         if fell and problem.pure_vmp and options.damping == 1.0:
             _explain_decrease(problem, snapshot, elbo, options.damping)
-        elif fell and problem.ncvmp:
+        elif fell and problem.damped:
             notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)
         if progress is not None:
@@ -123,14 +124,14 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
-    """Halve the step of the NC-VMP-updated variables after a sweep that lowered the ELBO —
-    the step shrinking of the CVI paper, recorded rather than silent."""
-    damped = [n for n in problem.ncvmp if shrink.get(n, 1.0) > SMALLEST_STEP]
+    """Halve the step of the variables updated by non-ascent rules after a sweep that lowered the
+    objective — the step shrinking of the CVI paper, recorded rather than silent."""
+    damped = [n for n in problem.damped if shrink.get(n, 1.0) > SMALLEST_STEP]
     for name in damped:
         shrink[name] = shrink.get(name, 1.0) / 2
     if not damped:
         return []
-    note = (f"sweep {iteration}: NC-VMP lowered the ELBO; the step of {', '.join(f'`{n}`' for n in damped)} "
+    note = (f"sweep {iteration}: the objective fell; the step of {', '.join(f'`{n}`' for n in damped)} "
             f"is now {shrink[damped[0]]:g}")
     warnings.warn(note, DampingWarning, stacklevel=3)
     return [note]

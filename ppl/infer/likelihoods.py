@@ -1,6 +1,8 @@
 """Scalar likelihoods f(y | link(η)) and their expectations under a Gaussian margin η ~ N(m, v).
 
-The non-conjugate rules need E[log f], g1 = E[∂ log f/∂η] and g2 = E[∂² log f/∂η²]:
+Every non-conjugate rule is a function (likelihood, y, n, m, v) → (value, g1, g2): the factor's
+term of the objective and the first and second derivatives that make its Gaussian site
+(τ̃ = −g2, ỹ = m + g1/τ̃). The rules differ only in what they integrate:
 
 - `quadrature`: exact to about 1e-9 (NC-VMP, Knowles & Minka; also the exact ELBO term,
   since every margin is one-dimensional). Narrow margins (v ≤ 1) use 48-node Gauss–Hermite.
@@ -11,7 +13,13 @@ The non-conjugate rules need E[log f], g1 = E[∂ log f/∂η] and g2 = E[∂² 
 - `monte_carlo`: the same derivatives averaged at η = m + √v ε, ε ~ N(0, 1) — the
   reparameterisation estimates of CVI (Khan & Lin, eqs. 29–31 with Bonnet's and Price's
   theorems);
-- Poisson with the log link has them in closed form: E[e^η] = exp(m + v/2).
+- Poisson with the log link has them in closed form: E[e^η] = exp(m + v/2);
+- `jaakkola`, `bohning`: quadratic upper bounds on log(1 + e^η), so the value is a strict
+  lower bound on E[log f] and g1, g2 are its exact derivatives;
+- `laplace`, `delta` (Wang & Blei 2013): log f expanded to second order at η = m. Laplace
+  takes the derivatives at the point (each update is a Newton step, the fixed point is the
+  mode); the delta method differentiates the expansion's expectation, which brings in the
+  third derivative. Their value is an approximation of E[log f], not a bound.
 """
 
 from __future__ import annotations
@@ -29,13 +37,15 @@ WIDE = 1.0  # margins with a larger variance use the split Gauss–Legendre rule
 
 @dataclass(frozen=True)
 class Likelihood:
-    """log f(y, n, η) and its first two derivatives in η, vectorised (n: trials, or 1)."""
+    """log f(y, n, η) and its first three derivatives in η, vectorised (n: trials, or 1)."""
 
     name: str
     log_f: Callable
     d1: Callable
     d2: Callable
+    d3: Callable
     closed_form: Callable | None = None  # (y, n, m, v) -> (E log f, g1, g2)
+    constant: Callable = lambda y, n: 0.0  # the part of log f free of η (a binomial coefficient)
 
 
 def _bernoulli_logistic():
@@ -43,7 +53,8 @@ def _bernoulli_logistic():
         "Bernoulli–logistic",
         lambda y, n, eta: y * eta + n * log_expit(-eta),
         lambda y, n, eta: y - n * expit(eta),
-        lambda y, n, eta: -n * expit(eta) * expit(-eta))
+        lambda y, n, eta: -n * expit(eta) * expit(-eta),
+        lambda y, n, eta: -n * expit(eta) * expit(-eta) * np.tanh(-eta / 2))
 
 
 def _probit_ratio(z):
@@ -65,7 +76,13 @@ def _bernoulli_probit():
         r = _probit_ratio(s * eta)
         return -r * (s * eta + r)
 
-    return Likelihood("Bernoulli–probit", log_f, d1, d2)
+    def d3(y, n, eta):  # r' = −r(z + r) with z = sη, so d/dη[−r(z + r)] = −s r'(z + 2r) − s r
+        s = 2 * y - 1
+        z = s * eta
+        r = _probit_ratio(z)
+        return s * r * ((z + r) * (z + 2 * r) - 1)
+
+    return Likelihood("Bernoulli–probit", log_f, d1, d2, d3)
 
 
 def _poisson_log():
@@ -78,15 +95,18 @@ def _poisson_log():
         lambda y, n, eta: y * eta - np.exp(eta) - gammaln(y + 1),
         lambda y, n, eta: y - np.exp(eta),
         lambda y, n, eta: -np.exp(eta),
+        lambda y, n, eta: -np.exp(eta),
         closed)
 
 
 def _binomial_logistic():
     base = _bernoulli_logistic()
-    return Likelihood(
-        "Binomial–logistic",
-        lambda y, n, eta: base.log_f(y, n, eta) + gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1),
-        base.d1, base.d2)
+
+    def constant(y, n):
+        return gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)
+
+    return Likelihood("Binomial–logistic", lambda y, n, eta: base.log_f(y, n, eta) + constant(y, n),
+                      base.d1, base.d2, base.d3, constant=constant)
 
 
 def gaussian(tau) -> Likelihood:
@@ -97,6 +117,7 @@ def gaussian(tau) -> Likelihood:
         if np.ndim(eta) > np.ndim(tau) else 0.5 * np.log(tau / (2 * np.pi)) - 0.5 * tau * (y - eta) ** 2,
         lambda y, n, eta: _trail(tau, eta) * (y - eta),
         lambda y, n, eta: -_trail(tau, eta) + 0 * eta,
+        lambda y, n, eta: 0 * eta,
         lambda y, n, m, v: (0.5 * np.log(tau / (2 * np.pi)) - 0.5 * tau * ((y - m) ** 2 + v),
                             tau * (y - m), -tau + 0 * m))
 
@@ -155,15 +176,38 @@ def jaakkola_lambda(xi):
     return np.where(small, 0.125 - xi * xi / 192.0, np.tanh(safe / 2) / (4 * safe))
 
 
-def jaakkola(y, n, m, v):
+def jaakkola(lik: Likelihood, y, n, m, v):
     """The Jaakkola–Jordan bound for Bernoulli/Binomial–logistic at its optimal ξ² = m² + v.
 
     log(1 + e^η) ≤ λ(ξ)(η² − ξ²) + (η − ξ)/2 + log(1 + e^ξ) makes log f a quadratic in η:
-    a Gaussian site with precision 2nλ(ξ) and τ̃ỹ = y − n/2. Returns (E[bound], τ̃, τ̃ỹ)."""
+    a Gaussian site with precision τ̃ = 2nλ(ξ) and τ̃ỹ = y − n/2."""
     xi = np.sqrt(m * m + v)
-    lam = jaakkola_lambda(xi)
-    bound = (y - n / 2) * m + n * (xi / 2 - np.logaddexp(0.0, xi))
-    return bound, 2 * n * lam, y - n / 2 + 0 * m
+    tau = 2 * n * jaakkola_lambda(xi)
+    bound = (y - n / 2) * m + n * (xi / 2 - np.logaddexp(0.0, xi)) + lik.constant(y, n)
+    return bound, y - n / 2 - tau * m, -tau + 0 * m
+
+
+def bohning(lik: Likelihood, y, n, m, v):
+    """Böhning's bound for Bernoulli/Binomial–logistic at its optimal expansion point ψ = m.
+
+    log(1 + e^η) ≤ llp(ψ) + σ(ψ)(η − ψ) + (η − ψ)²/8 (the curvature σ(1 − σ) never exceeds ¼):
+    a Gaussian site of fixed precision n/4 (thesis eqs 4.20–4.27, 4.41)."""
+    bound = y * m - n * (np.logaddexp(0.0, m) + v / 8) + lik.constant(y, n)
+    return bound, y - n * expit(m), -n / 4 + 0 * m
+
+
+def laplace(lik: Likelihood, y, n, m, v):
+    """log f to second order at η = m, derivatives at the point: each update is a Newton step."""
+    return _taylor_value(lik, y, n, m, v), lik.d1(y, n, m), lik.d2(y, n, m)
+
+
+def delta(lik: Likelihood, y, n, m, v):
+    """E[log f] ≈ log f(m) + ½ log f''(m) v and its exact derivatives in (m, v)."""
+    return _taylor_value(lik, y, n, m, v), lik.d1(y, n, m) + 0.5 * lik.d3(y, n, m) * v, lik.d2(y, n, m)
+
+
+def _taylor_value(lik, y, n, m, v):
+    return lik.log_f(y, n, m) + 0.5 * lik.d2(y, n, m) * v
 
 
 def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: int):

@@ -14,7 +14,7 @@ RULES: dict[str, tuple[str, frozenset]] = {
     "bohning": ("bound:bohning", frozenset()),
     "piecewise": ("bound:piecewise", frozenset({"pieces", "kind"})),
     "stick": ("bound:stick", frozenset({"pieces"})),
-    "laplace": ("laplace", frozenset({"iters"})),
+    "laplace": ("laplace", frozenset()),
     "delta": ("delta", frozenset()),
     "ssmf": ("ssmf", frozenset({"samples"})),
     # Not a message rule but a choice of q: the Gaussian and its Gamma/Wishart precision share

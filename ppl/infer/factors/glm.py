@@ -1,34 +1,47 @@
 """`y ~ Bernoulli(logistic(η))` and kin: a non-conjugate scalar likelihood whose margin η is
 linear in Gaussian latent variables (a GLM, a GP value, a hierarchical predictor).
 
-Each data point becomes a Gaussian *site*: with g1 = E[∂ log f/∂η] and g2 = E[∂² log f/∂η²]
-under the current margin N(m, v),
+Each data point becomes a Gaussian *site*: with g1 and g2 the rule's first and second
+derivatives of E[log f] in the margin's mean m and (twice) its variance v,
 
     τ̃ = −g2,   ỹ = m + g1 / τ̃,
 
 and the message to every Gaussian read in η is the linear-Gaussian message of a Normal
 likelihood N(ỹ | η, τ̃⁻¹) — the natural gradient of E[log f] in that read's mean parameters
-(Khan & Lin, eqs. 29–31). The rules differ only in how g1 and g2 are computed:
+(Khan & Lin, eqs. 29–31). The rules differ only in how they approximate E[log f]
+(`ppl.infer.likelihoods`, `APPROXIMATIONS` below):
 
-- `ncvmp`: Gauss–Hermite, exact (Knowles & Minka's NC-VMP; the engine applies it with β = 1);
-- `cvi`: Monte Carlo with `samples` draws, applied by the engine with step β (Khan & Lin);
-- `bound:jaakkola`: the site of the Jaakkola–Jordan quadratic bound at its optimal ξ, and the
-  bound itself as the factor's ELBO term, so every update increases a strict lower bound.
+- `ncvmp`: Gauss–Hermite, exact (Knowles & Minka's NC-VMP);
+- `cvi`: the same ELBO term, gradients by Monte Carlo with `samples` draws, applied by the
+  engine with step β (Khan & Lin);
+- `bound:jaakkola`, `bound:bohning`, `bound:piecewise`: a local bound on log(1 + e^η), whose
+  expectation is the factor's ELBO term, so the objective is a strict lower bound;
+- `laplace`, `delta`: Wang & Blei's second-order expansions; their term is not a bound.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ppl.infer import likelihoods
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from scipy.special import gammaln
-
-from ppl.infer.likelihoods import LIKELIHOODS, gaussian, jaakkola, monte_carlo, quadrature
+from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo
 from ppl.infer.linear import LinearBuilder, form_moments, read_message
 from ppl.lang import ast
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
+
+# rule -> (likelihood, y, n, m, v) -> (the factor's objective term, g1, g2)
+APPROXIMATIONS = {
+    "ncvmp": likelihoods.quadrature,
+    "cvi": likelihoods.quadrature,
+    "bound:jaakkola": likelihoods.jaakkola,
+    "bound:bohning": likelihoods.bohning,
+    "laplace": likelihoods.laplace,
+    "delta": likelihoods.delta,
+}
+LOGISTIC_ONLY = ("bound:jaakkola", "bound:bohning", "bound:piecewise")
 
 
 class GLMFactor(FactorRuntime):
@@ -47,10 +60,9 @@ class GLMFactor(FactorRuntime):
         self.y = values[..., 0].astype(float)
         self.n = self.data(self.args["trials"]) if "trials" in self.args else 1.0
         self.families = families
-        if rule == "bound:jaakkola" and self.likelihood.name not in ("Bernoulli–logistic", "Binomial–logistic"):
-            raise Unsupported(f"the Jaakkola bound needs a logistic link in `{self.name}`", factor.span)
-        self._log_binomial = gammaln(self.n + 1) - gammaln(self.y + 1) - gammaln(self.n - self.y + 1) \
-            if "trials" in self.args else 0.0
+        if rule in LOGISTIC_ONLY and self.likelihood.name not in ("Bernoulli–logistic", "Binomial–logistic"):
+            raise Unsupported(f"`{rule}` needs a logistic link in `{self.name}`", factor.span)
+        self.approximation = APPROXIMATIONS[rule]
 
     def _likelihood(self, factor, rule):
         """The scalar likelihood and the expression of its margin η."""
@@ -73,28 +85,20 @@ class GLMFactor(FactorRuntime):
         return m1, np.maximum(m2 - m1 * m1, 1e-300)
 
     def expectations(self, state):
-        """(m, v, E[log f], g1, g2) at the current margins by quadrature, computed once while
-        the variables read by η are unchanged (the sites and the ELBO term need the same)."""
+        """(m, v, term, g1, g2) at the current margins by the rule's approximation, computed once
+        while the variables read by η are unchanged (the sites and the ELBO term need the same)."""
         key = (id(state),) + tuple(state.versions.get(n, 0) for n in sorted(self.reads))
-        if getattr(self, "_quadrature_key", None) != key:
+        if getattr(self, "_expectations_key", None) != key:
             m, v = self.margins(state)
-            self._quadrature_key = key
-            self._quadrature = (m, v) + tuple(quadrature(self.likelihood, self.y, self.n, m, v))
-        return self._quadrature
-
-    def gradients(self, state, m, v):
-        """(g1, g2): exact by quadrature for ncvmp, Monte Carlo for cvi."""
-        if self.rule == "cvi" and self.samples > 0:
-            return monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
-        return self.expectations(state)[3:]
+            self._expectations_key = key
+            self._expectations = (m, v) + tuple(self.approximation(self.likelihood, self.y, self.n, m, v))
+        return self._expectations
 
     def sites(self, state):
         """(ỹ, τ̃): the Gaussian pseudo-observation and precision standing in for each data point."""
-        if self.rule == "bound:jaakkola":
-            _, tau, scaled = jaakkola(self.y, self.n, *self.margins(state))
-            return scaled / tau, tau
-        m, v = self.expectations(state)[:2]
-        g1, g2 = self.gradients(state, m, v)
+        m, v, _, g1, g2 = self.expectations(state)
+        if self.rule == "cvi" and self.samples > 0:
+            g1, g2 = monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
         tau = np.maximum(-g2, MIN_PRECISION)
         return m + g1 / tau, tau
 
@@ -103,8 +107,6 @@ class GLMFactor(FactorRuntime):
         return read_message(state, self.margin, access, tau, target, self.factor)
 
     def _expected_log(self, state):
-        if self.rule == "bound:jaakkola":
-            return jaakkola(self.y, self.n, *self.margins(state))[0] + self._log_binomial
         return self.expectations(state)[2]
 
 
