@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import expit, log_expit
+from scipy import optimize
+from scipy.special import expit, log_expit, log_ndtr, logsumexp
 
 import ppl
-from ppl.infer.likelihoods import LIKELIHOODS, bohning, jaakkola, quadrature
+from ppl.infer.likelihoods import LIKELIHOODS, bohning, jaakkola, jaakkola_lambda, quadrature
 
 from gaussian_optimum import gaussian_elbo_optimum
 
@@ -78,7 +79,6 @@ def test_jaakkola_is_monotone_and_below_the_exact_elbo(data):
 
 
 def test_lambda_limit_at_zero():
-    from ppl.infer.likelihoods import jaakkola_lambda
     assert jaakkola_lambda(0.0) == pytest.approx(0.125, abs=1e-15)
     assert jaakkola_lambda(2.5) == pytest.approx(0.0848284, abs=1e-7)  # digest, VI chapter §21.8.3
     assert jaakkola_lambda(1e-5) == pytest.approx(np.tanh(5e-6) / 4e-5, rel=1e-12)
@@ -149,3 +149,110 @@ def test_bound_gradients_are_derivatives_of_the_bound(rule):
                                rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(g2, 2 * (rule(lik, y, 10.0, m, v + h)[0] - rule(lik, y, 10.0, m, v - h)[0]) / (2 * h),
                                rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------- the piecewise rule
+
+def test_piecewise_fixed_point_is_the_optimum_of_its_bound(data):
+    """The Q10 bound's sites are its natural gradients, so the run ends at the bound's optimum
+    over Gaussian q (L-BFGS, with the bound's expectation from ppl.infer.piecewise, itself
+    checked against numerical integration in tests/test_piecewise.py)."""
+    from ppl.infer.piecewise import expected_llp, table
+    tab = table("quadratic", 10)
+    table_, x, y = data
+
+    def terms(mm, vv):
+        value, d_m, d_v = expected_llp(tab, mm, vv)
+        return y * mm - value, y - d_m, -2 * d_v
+    best, mean, cov = gaussian_elbo_optimum(x, terms)
+    post = ppl.compile(LOGISTIC.rstrip() + " @piecewise(pieces=10, kind=quadratic)").infer(table_, seed=0, tol=1e-13,
+                                                                                 max_iter=3000)
+    m, v = post["w"].family.mean_cov(post["w"].natural)
+    assert post.elbo == pytest.approx(best, abs=1e-6)
+    np.testing.assert_allclose(m, mean, atol=1e-4)
+    np.testing.assert_allclose(v, cov, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind, pieces", [("quadratic", 10), ("quadratic", 20), ("linear", 10)])
+def test_piecewise_elbo_is_a_bound_within_n_times_the_table_error(kind, pieces):
+    """Reported bound ≤ exact ELBO of the same q ≤ bound + N·ε_max (thesis Thm 4.6.2), and the
+    exact optimum (NC-VMP) lies within the same distance."""
+    from ppl.infer.piecewise import table
+    model = ppl.load(MODELS / "logistic_regression.vim")
+    text = (MODELS / "logistic_regression.vim").read_text().replace(
+        "y ~ Bernoulli(logistic(X @ w))", f"y ~ Bernoulli(logistic(X @ w)) @piecewise(pieces={pieces}, kind={kind})")
+    post = ppl.compile(text).infer(MODELS / "logistic_regression.csv", seed=0, tol=1e-10)
+    exact = model.infer(MODELS / "logistic_regression.csv", seed=0, tol=1e-10)
+    x = pd.read_csv(MODELS / "logistic_regression.csv").drop(columns="y").to_numpy()
+    y = pd.read_csv(MODELS / "logistic_regression.csv")["y"].to_numpy(dtype=float)
+    m, v = post["w"].family.mean_cov(post["w"].natural)
+    margin_m, margin_v = x @ m, np.einsum("ij,jk,ik->i", x, v, x)
+    fit = quadrature(LIKELIHOODS[("Bernoulli", "logistic")], y, 1.0, margin_m, margin_v)[0].sum()
+    own_q = fit - 0.5 * (np.trace(v) + m @ m - len(m) - np.linalg.slogdet(v)[1])
+    slack = len(y) * table(kind, pieces).max_error
+    assert post.elbo < own_q <= post.elbo + slack
+    assert post.elbo < exact.elbo <= post.elbo + slack
+
+
+# ---------------------------------------------------------------- thesis experiment E2
+
+MU_TRUE, SIGMA_TRUE = 2.0, 2.0
+
+
+def log_evidence(y, s, a, b, c, low, high):
+    """log ∫ exp(y z − (a z² + b z + c)) N(z | μ*, s²) dz, the pieces [low, high] summed:
+    each piece is a Gaussian integral of a quadratic exponent over an interval."""
+    a, b, c, low, high = map(np.atleast_1d, (a, b, c, low, high))
+    precision = 2 * a + 1 / s ** 2
+    linear = y - b + MU_TRUE / s ** 2
+    centre = linear / precision
+    upper = log_ndtr((high - centre) * np.sqrt(precision))
+    lower = log_ndtr((low - centre) * np.sqrt(precision))
+    with np.errstate(divide="ignore"):  # a piece whose mass underflows contributes nothing
+        mass = upper + np.log1p(-np.exp(np.minimum(lower - upper, 0.0)))
+    return logsumexp(linear ** 2 / (2 * precision) - MU_TRUE ** 2 / (2 * s ** 2) - c
+                     - 0.5 * np.log(precision * s ** 2) + mass)
+
+
+def jaakkola_piece(xi):
+    lam = jaakkola_lambda(xi)
+    return lam, 0.5, -lam * xi ** 2 - xi / 2 + np.logaddexp(0, xi), -np.inf, np.inf
+
+
+def bohning_piece(psi):
+    return 0.125, expit(psi) - psi / 4, np.logaddexp(0, psi) - expit(psi) * psi + psi ** 2 / 8, -np.inf, np.inf
+
+
+def bound_evidence(y, s, bound):
+    """The bound's marginal likelihood p̂(y | μ*, s): a fixed table, or the best ξ / ψ."""
+    if callable(bound):
+        best = optimize.minimize_scalar(lambda t: -log_evidence(y, s, *bound(t)), bounds=(-30, 30),
+                                        method="bounded", options={"xatol": 1e-10})
+        return -best.fun
+    return log_evidence(y, s, bound.a, bound.b, bound.c, bound.lows, bound.highs)
+
+
+@pytest.mark.parametrize("name, expected", [("jaakkola", 0.0), ("bohning", 0.0), ("Q20", 2.0)])
+def test_thesis_e2_bias_of_sigma_under_each_bound(name, expected):
+    """1-D binary latent Gaussian, μ* = 2, σ* = 2, infinite data: maximise
+    p* log p̂_σ(1) + (1 − p*) log p̂_σ(0) over σ with μ at μ*. Böhning and Jaakkola drive σ̂ to 0;
+    the 20-piece quadratic bound recovers σ̂ within 0.1 of 2 (thesis §4.7, Fig. 4.4)."""
+    from ppl.infer.piecewise import table
+    z, w = np.polynomial.hermite.hermgauss(80)
+    p_star = np.sum(w * expit(MU_TRUE + np.sqrt(2) * SIGMA_TRUE * z)) / np.sqrt(np.pi)
+    assert p_star == pytest.approx(0.7752, abs=1e-4)
+    bound = {"jaakkola": jaakkola_piece, "bohning": bohning_piece, "Q20": table("quadratic", 20)}[name]
+    grid = np.linspace(0.01, 4.0, 200)
+    objective = [p_star * bound_evidence(1.0, s, bound) + (1 - p_star) * bound_evidence(0.0, s, bound)
+                 for s in grid]
+    assert abs(grid[int(np.argmax(objective))] - expected) < 0.1
+
+
+@pytest.mark.parametrize("options, message", [("pieces=7", "available: 3, 4, 5, 6, 8, 10, 20"),
+                                              ("pieces=2.5", "whole number"),
+                                              ("kind=cubic", "kinds: linear, quadratic")])
+def test_piecewise_options_not_shipped_are_refused_where_written(options, message):
+    text = LOGISTIC.rstrip() + f" @piecewise({options})"
+    with pytest.raises(ppl.PplError, match=message) as caught:
+        ppl.compile(text).infer({"X": np.eye(3), "y": np.array([1, 0, 1])})
+    assert caught.value.span.line == 5

@@ -16,7 +16,7 @@ from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.lang import ast
 from ppl.infer.plates import Environment
 
-GLM_RULES = tuple(APPROXIMATIONS)
+GLM_RULES = tuple(APPROXIMATIONS) + ("bound:piecewise",)
 AVAILABLE_RULES = ("vmp",) + GLM_RULES
 # coordinate ascent on the ELBO or on a strict lower bound (majorise–minimise for the bounds)
 MONOTONE_RULES = ("vmp", "bound:jaakkola", "bound:bohning")

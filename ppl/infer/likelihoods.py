@@ -14,8 +14,8 @@ term of the objective and the first and second derivatives that make its Gaussia
   reparameterisation estimates of CVI (Khan & Lin, eqs. 29–31 with Bonnet's and Price's
   theorems);
 - Poisson with the log link has them in closed form: E[e^η] = exp(m + v/2);
-- `jaakkola`, `bohning`: quadratic upper bounds on log(1 + e^η), so the value is a strict
-  lower bound on E[log f] and g1, g2 are its exact derivatives;
+- `jaakkola`, `bohning`, `piecewise`: upper bounds on log(1 + e^η) (quadratic, or R pieces),
+  so the value is a strict lower bound on E[log f] and g1, g2 are its exact derivatives;
 - `laplace`, `delta` (Wang & Blei 2013): log f expanded to second order at η = m. Laplace
   takes the derivatives at the point (each update is a Newton step, the fixed point is the
   mode); the delta method differentiates the expansion's expectation, which brings in the
@@ -194,6 +194,17 @@ def bohning(lik: Likelihood, y, n, m, v):
     a Gaussian site of fixed precision n/4 (thesis eqs 4.20–4.27, 4.41)."""
     bound = y * m - n * (np.logaddexp(0.0, m) + v / 8) + lik.constant(y, n)
     return bound, y - n * expit(m), -n / 4 + 0 * m
+
+
+def piecewise(tab):
+    """The piecewise bound `tab` (ppl.infer.piecewise) on log(1 + e^η) as a rule: its expectation
+    by truncated-Gaussian moments, exact, and that expectation's derivatives (Marlin et al. 2011)."""
+    from ppl.infer.piecewise import expected_llp
+
+    def rule(lik: Likelihood, y, n, m, v):
+        value, d_m, d_v = expected_llp(tab, m, v)
+        return y * m - n * value + lik.constant(y, n), y - n * d_m, -2 * n * d_v
+    return rule
 
 
 def laplace(lik: Likelihood, y, n, m, v):

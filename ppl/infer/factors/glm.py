@@ -42,6 +42,7 @@ APPROXIMATIONS = {
     "delta": likelihoods.delta,
 }
 LOGISTIC_ONLY = ("bound:jaakkola", "bound:bohning", "bound:piecewise")
+PIECEWISE_KIND, PIECEWISE_PIECES = "quadratic", 10  # error at most 0.0013 nats per data point
 
 
 class GLMFactor(FactorRuntime):
@@ -62,7 +63,7 @@ class GLMFactor(FactorRuntime):
         self.families = families
         if rule in LOGISTIC_ONLY and self.likelihood.name not in ("Bernoulli–logistic", "Binomial–logistic"):
             raise Unsupported(f"`{rule}` needs a logistic link in `{self.name}`", factor.span)
-        self.approximation = APPROXIMATIONS[rule]
+        self.approximation = _piecewise(options, factor) if rule == "bound:piecewise" else APPROXIMATIONS[rule]
 
     def _likelihood(self, factor, rule):
         """The scalar likelihood and the expression of its margin η."""
@@ -108,6 +109,18 @@ class GLMFactor(FactorRuntime):
 
     def _expected_log(self, state):
         return self.expectations(state)[2]
+
+
+def _piecewise(options, factor):
+    """The shipped piecewise bound named by `@piecewise(pieces=R, kind=linear|quadratic)`."""
+    from ppl.infer.piecewise import table
+    kind, pieces = str(options.get("kind", PIECEWISE_KIND)), options.get("pieces", PIECEWISE_PIECES)
+    try:
+        if not isinstance(pieces, int):
+            raise ValueError(f"pieces must be a whole number, not {pieces}")
+        return likelihoods.piecewise(table(kind, pieces))
+    except ValueError as exc:
+        raise Unsupported(f"`@piecewise` on `{factor.name}`: {exc}", factor.span) from None
 
 
 def _observed(dataset, name):
