@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from scipy import special
 
 from ppl import families as fam
@@ -19,6 +18,7 @@ from ppl.families.base import chol_inverse
 from ppl.infer.factors.joint import group_key
 
 QUANTILES = (0.025, 0.975)
+SUMMARY_COLUMNS = ("variable", "family", "mean", "sd", "q2.5", "q97.5")
 
 
 class FamilyMarginal:
@@ -147,24 +147,39 @@ class Posterior:
                 draws[name] = m.draws(n, rng)
         return draws
 
-    def summary(self, rows_per_variable: int | None = None) -> pd.DataFrame:
-        """One row per element: variable, family, mean, sd and the 2.5%/97.5% quantiles.
+    def draw_columns(self, n: int, seed=None) -> dict:
+        """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values."""
+        columns = {}
+        for name, values in self.draws(n, seed).items():
+            index = np.argwhere(np.ones(values.shape[1:], dtype=bool))
+            columns.update(zip(_labels(name, index), values.reshape(n, -1).T.tolist()))
+        return columns
+
+    def summary(self, rows_per_variable: int | None = None):
+        """The table of `summary_rows` as a pandas DataFrame, one row per element. pandas is
+        imported here, not at startup: the CLI does without it (a third of a second saved)."""
+        import pandas as pd
+        return pd.DataFrame(self.summary_rows(rows_per_variable), columns=list(SUMMARY_COLUMNS))
+
+    def summary_rows(self, rows_per_variable: int | None = None) -> dict:
+        """One row per element, as columns (`SUMMARY_COLUMNS` → list): variable, family, mean,
+        sd and the 2.5%/97.5% quantiles (NaN for a Categorical).
 
         `rows_per_variable` keeps the first rows of each variable (the terminal report); a
         partially observed data variable contributes its imputed cells only."""
-        frames = []
+        table = {column: [] for column in SUMMARY_COLUMNS}
         for name, m in self.marginals.items():
             mean, sd = np.asarray(m.mean, dtype=float), np.asarray(m.sd, dtype=float)
             q = np.asarray(m.quantiles(QUANTILES), dtype=float)
             if q.shape[1:] != mean.shape:  # Categorical: quantiles of codes, not of probabilities
                 q = np.full((2,) + mean.shape, np.nan)
-            index = np.argwhere(_reported(m))[:rows_per_variable]
-            cells = tuple(index.T)
-            frames.append(pd.DataFrame({"variable": _labels(name, index), "family": m.name,
-                                        "mean": mean[cells], "sd": sd[cells],
-                                        "q2.5": q[0][cells], "q97.5": q[1][cells]}))
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-            columns=["variable", "family", "mean", "sd", "q2.5", "q97.5"])
+            reported = _reported(m)
+            index = np.argwhere(reported)[:rows_per_variable]
+            table["variable"] += _labels(name, index)
+            table["family"] += [m.name] * len(index)
+            for column, values in zip(SUMMARY_COLUMNS[2:], (mean, sd, q[0], q[1])):
+                table[column] += values[reported][:rows_per_variable].tolist()
+        return table
 
     def size(self, name: str) -> int:
         """Number of reported elements of a variable (imputed cells only for data)."""
@@ -206,10 +221,7 @@ def _labels(name: str, index: np.ndarray) -> list[str]:
     """`mu[2,1]` style labels (1-based) for rows of element indices."""
     if index.shape[1] == 0:
         return [name] * len(index)
-    text = pd.Series(index[:, 0] + 1).astype(str)
-    for column in index.T[1:]:
-        text = text + "," + pd.Series(column + 1).astype(str)
-    return (name + "[" + text + "]").tolist()
+    return [f"{name}[{','.join(map(str, row))}]" for row in (index + 1).tolist()]
 
 
 def _list(array) -> list | float:

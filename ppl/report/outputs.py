@@ -3,13 +3,15 @@ so an interrupted run never leaves half a file behind."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ppl.diagnostics import OptionError
 
@@ -34,7 +36,7 @@ def write_posterior(posterior, path) -> None:
     if suffix == ".json":
         write_atomic(path, json.dumps(_finite(posterior.to_json()), indent=1) + "\n")
     elif suffix == ".csv":
-        write_atomic(path, posterior.summary().to_csv(index=False))
+        write_atomic(path, _csv_text(posterior.summary_rows()))
     else:
         raise OptionError("E321", f"--output {path}: use a .json or .csv file name")
 
@@ -43,14 +45,18 @@ def write_draws(posterior, n: int, seed, path) -> None:
     """`n` draws from q as CSV: one row per draw, one column per element (`mu[1,2]`)."""
     if Path(path).suffix.lower() != ".csv":
         raise OptionError("E322", f"--draws-output {path}: use a .csv file name")
-    columns = {}
-    for name, values in posterior.draws(n, seed).items():
-        flat = values.reshape(n, -1)
-        shape = values.shape[1:]
-        for i, index in enumerate(np.ndindex(*shape) if shape else [()]):
-            label = name + ("[" + ",".join(str(j + 1) for j in index) + "]" if index else "")
-            columns[label] = flat[:, i]
-    write_atomic(path, pd.DataFrame(columns).to_csv(index=False))
+    write_atomic(path, _csv_text(posterior.draw_columns(n, seed)))
+
+
+def _csv_text(columns: dict) -> str:
+    """CSV of columns given as lists of equal length: a header row of their names, floats
+    written in full (repr) precision, NaN as an empty cell."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([None if isinstance(x, float) and math.isnan(x) else x for x in row]
+                     for row in zip(*columns.values()))
+    return out.getvalue()
 
 
 def _finite(value):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import groupby
+
 import numpy as np
 
 from ppl.report.tables import format_table
@@ -16,19 +18,18 @@ def infer_report(posterior, title: str) -> str:
              f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
              f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}"]
     lines += [f"note: {n}" for n in posterior.notes] + [""]
-    table = posterior.summary(ROWS_PER_VARIABLE)
+    table = posterior.summary_rows(ROWS_PER_VARIABLE)
     rows = []
-    for variable, group in table.groupby(table["variable"].str.replace(r"\[.*", "", regex=True), sort=False):
-        for row in group.itertuples(index=False):
-            rows.append([row.variable, row.family, _num(row.mean), _num(row.sd), _num(row[4]), _num(row[5])])
-        more = posterior.size(variable) - len(group)
+    by_variable = groupby(zip(*table.values()), key=lambda row: row[0].partition("[")[0])
+    for variable, group in by_variable:
+        shown = [[label, family, *map(_num, numbers)] for label, family, *numbers in group]
+        rows += shown
+        more = posterior.size(variable) - len(shown)
         if more > 0:
             rows.append([f"(+{more} more)", "", "", "", "", ""])
     lines.append(format_table(["variable", "family", "mean", "sd", "2.5%", "97.5%"], rows))
     return "\n".join(lines) + "\n"
 
 
-def _num(x) -> str:
-    if x is None or (isinstance(x, float) and np.isnan(x)):
-        return "-"
-    return f"{x:.4g}"
+def _num(x: float) -> str:
+    return "-" if np.isnan(x) else f"{x:.4g}"
