@@ -10,6 +10,9 @@ import os
 import platform
 from pathlib import Path
 
+# The environment as the user started the script: commands timed as a user runs them get it.
+USER_ENVIRON = dict(os.environ)
+
 # One BLAS thread for every contender: fair, and repeatable on a small shared machine (two
 # threads on two busy cores made matrix products up to 50x slower in our runs).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
