@@ -5,7 +5,7 @@ term of the objective and the first and second derivatives that make its Gaussia
 (τ̃ = −g2, ỹ = m + g1/τ̃). The rules differ only in what they integrate:
 
 - `quadrature`: exact to about 1e-9 (NC-VMP, Knowles & Minka; also the exact ELBO term,
-  since every margin is one-dimensional). Narrow margins (v ≤ 1) use 48-node Gauss–Hermite.
+  since every margin is one-dimensional). Narrow margins (v ≤ 2) use 48-node Gauss–Hermite (error below 2e-11 there).
   A wide margin sees the link change on a unit scale near η = 0, which Gauss–Hermite resolves
   slowly (48 nodes err by 7e-4 at v = 50), so wide margins are integrated over each side of 0
   separately, [m − 12√v, 0] and [0, m + 12√v], by 96-node Gauss–Legendre, whose nodes cluster
@@ -32,7 +32,7 @@ from scipy.special import expit, gammaln, log_expit, log_ndtr
 
 NODES, WEIGHTS = np.polynomial.hermite.hermgauss(48)
 LEGENDRE_NODES, LEGENDRE_WEIGHTS = np.polynomial.legendre.leggauss(96)
-WIDE = 1.0  # margins with a larger variance use the split Gauss–Legendre rule
+WIDE = 2.0  # margins with a larger variance use the split Gauss–Legendre rule
 
 
 @dataclass(frozen=True)
