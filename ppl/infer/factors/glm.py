@@ -50,6 +50,10 @@ class GLMFactor(FactorRuntime):
         super().__init__(factor, model, env, dataset)
         self.rule = rule
         self.samples = int(options.get("samples", 16))
+        unbuilt = sorted({"form", "minibatch"} & set(options))
+        if unbuilt:  # accepted by the language, not run yet: refuse rather than ignore
+            raise Unsupported(f"`@cvi({unbuilt[0]}=...)` on `{factor.name}`: the site form with minibatches "
+                              "(Khan & Lin, Alg. 1) is not available in this version", factor.span)
         self.likelihood, eta = self._likelihood(factor, rule)
         self.margin = LinearBuilder(self.builder, self.plate, model, 0).build(eta)
         for term in self.margin.terms:
