@@ -181,6 +181,12 @@ def latent_class():
     write("latent_class", pd.DataFrame(x, columns=[f"x{j + 1}" for j in range(J)]))
 
 
+def gamma_toy():
+    # N = 50 draws from Gamma(shape 3, rate 1): Khan & Lin's toy model, the shape z unknown.
+    y = np.random.default_rng(11).gamma(3.0, 1.0, 50)
+    write("gamma_toy", pd.DataFrame({"y": y}))
+
+
 # ---- real ----------------------------------------------------------------------------------
 
 def gmm():
@@ -234,7 +240,7 @@ def lda():
 MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
-    multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class)}
+    multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy)}
 
 
 def main(names: list[str]) -> None:

@@ -27,7 +27,7 @@ EXPECTED_MODELS = {
     "gaussian", "linear_regression", "linear_regression_ard", "linear_regression_known_noise",
     "gmm", "beta_bernoulli", "gamma_poisson", "eight_schools", "logistic_regression",
     "hierarchical_logistic", "gp_classification", "poisson_regression", "multinomial_logistic",
-    "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class",
+    "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
 }
 
 
@@ -142,6 +142,7 @@ EDGES = {
                   ("y[n, j]", "z"): N, ("y[n, j]", "lam"): N, ("y[n, j]", "c"): N},
     "latent_class": {("pi", "pi"): V, ("phi[k, j]", "phi"): V, ("z[n]", "z"): V, ("z[n]", "pi"): V,
                      ("x[n, j]", "phi"): V, ("x[n, j]", "z"): V},
+    "gamma_toy": {("z", "z"): V, ("y", "z"): C},
 }
 
 
@@ -176,6 +177,7 @@ SHAPES = {
     "kalman_bernoulli": {"y": [100], "x": [100], "a": []},
     "binary_fa": {"y": [200, 10], "z": [200, 2], "lam": [10, 2], "c": [10]},
     "latent_class": {"x": [300, 6], "z": [300], "phi": [3, 6, 3], "pi": [3]},
+    "gamma_toy": {"y": [50], "z": []},
 }
 
 
@@ -382,7 +384,7 @@ def generator(tmp_path, monkeypatch):
 
 SYNTHETIC = ["gaussian", "linear_regression", "beta_bernoulli", "gamma_poisson", "eight_schools",
              "hierarchical_logistic", "gp_classification", "poisson_regression", "poisson_mf",
-             "kalman_bernoulli", "binary_fa", "latent_class"]
+             "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy"]
 
 
 @pytest.mark.parametrize("name", SYNTHETIC + ["logistic_regression", "multinomial_logistic", "gmm", "lda"])

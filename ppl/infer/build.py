@@ -10,6 +10,7 @@ import numpy as np
 from ppl import families as fam
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.conjugate import ConjugateFactor
+from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
@@ -43,6 +44,7 @@ class Problem:
     stochastic: bool  # some rule estimates gradients by Monte Carlo
     pure_vmp: bool  # every rule is closed-form VMP, so the ELBO must not decrease
     damped: tuple = ()  # variables updated by a rule in DAMPED_RULES (their step halves if the objective falls)
+    guarded: tuple = ()  # variables whose step is halved, element by element, until λ stays valid
     notes: tuple = ()  # what the reader of the result must know (an objective that is not a bound)
 
     def step(self, name: str, iteration: int) -> float:
@@ -82,11 +84,15 @@ def build_problem(model, dataset, analysis) -> Problem:
         if nonconjugate:
             # one rule per factor: the annotated one, else the analyzer's default ncvmp
             rule = next(iter(sorted(nonconjugate - {"ncvmp"})), "ncvmp")
+            options = next(t.options for t in analysis.for_factor(factor.name) if t.rule == rule)
+            if rule == "cvi" and gamma_role(factor, model) is not None:
+                runtimes.append(GammaCVIFactor(factor, model, env, dataset, families, options))
+                continue
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
                                   f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
-                                  f"and Normal likelihoods", factor.span)
-            options = next(t.options for t in analysis.for_factor(factor.name) if t.rule == rule)
+                                  f"and Normal likelihoods, and for a Gamma variable as the shape of a Gamma",
+                                  factor.span)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
         elif factor.dist.name in ("Normal", "MvNormal"):
             runtimes.append(GaussianFactor(factor, model, env, dataset, families))
@@ -100,13 +106,14 @@ def build_problem(model, dataset, analysis) -> Problem:
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
             [n for n in latent if scopes.get(n, ("local",))[0] != "global"]
     steps = {}
-    for f in runtimes:
-        if isinstance(f, GLMFactor) and f.rule == "cvi":
-            options = next(t.options for t in analysis.for_factor(f.name) if t.rule == "cvi")
-            for name in f.reads:
-                beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
-                steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
-    stochastic = any(isinstance(f, GLMFactor) and f.rule == "cvi" and f.samples > 0 for f in runtimes)
+    cvi = [f for f in runtimes if isinstance(f, (GLMFactor, GammaCVIFactor)) and f.rule == "cvi"]
+    for f in cvi:
+        options = next(t.options for t in analysis.for_factor(f.name) if t.rule == "cvi")
+        for name in f.reads:
+            beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
+            steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
+    stochastic = any(f.samples > 0 for f in cvi)
+    guarded = tuple(sorted({n for f in runtimes if isinstance(f, GammaCVIFactor) for n in f.reads}))
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
     glms = [f for f in runtimes if isinstance(f, GLMFactor)]
     damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads}))
@@ -114,7 +121,7 @@ def build_problem(model, dataset, analysis) -> Problem:
     notes = (f"{' and '.join(approximate)}: the reported ELBO is Wang & Blei's second-order approximation "
              "(eq. 19), not a bound",) if approximate else ()
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
-                   stochastic, pure, damped, notes)
+                   stochastic, pure, damped, guarded, notes)
 
 
 def _joint_factors(model, dataset, env, analysis, families, shapes):

@@ -17,6 +17,7 @@ import numpy as np
 
 from ppl.infer.access import Unsupported
 from ppl.infer.build import Problem, build_problem
+from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.initialise import initialise
 
 
@@ -147,7 +148,9 @@ def _smoothed_change(trace: list) -> float:
 
 def _update(problem: Problem, state, name: str, damping: float) -> None:
     total = sum(f.message(state, name) for f in problem.neighbours[name])
-    if damping < 1.0:
+    if name in problem.guarded:
+        total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
+    elif damping < 1.0:
         total = (1 - damping) * state.natural[name] + damping * total
     state.set(name, total)
 
