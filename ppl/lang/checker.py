@@ -14,7 +14,7 @@ from ppl.lang import ast
 from ppl.lang.declarations import check_declarations
 from ppl.lang.exprtypes import Scope, index_range, infer
 from ppl.lang.model import CheckedModel, Definition, Plate
-from ppl.lang.rules import RULES
+from ppl.lang.rules import RULES, WORD_OPTIONS
 from ppl.lang.statements import type_define, type_sample, widen_to_pieces
 
 
@@ -255,8 +255,10 @@ def _check_annotations(stmt: ast.Sample) -> None:
             if key not in allowed:
                 raise ModelError("E271", f"`@{note.rule}` has no option `{key}`", span=value.span,
                                  expected=", ".join(sorted(allowed)) or "no options")
-            if not isinstance(value, (ast.Number, ast.Name)):
-                raise ModelError("E272", f"option `{key}` must be a number or a word", span=value.span)
+            word = key in WORD_OPTIONS
+            if not isinstance(value, ast.Name if word else ast.Number):
+                raise ModelError("E272", f"option `{key}` must be a {'word' if word else 'number'}",
+                                 span=value.span)
         seen.add(note.rule)
     if len(seen) > 1:
         raise ModelError("E273", "a statement takes one rule annotation", span=stmt.annotations[1].span)

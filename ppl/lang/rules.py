@@ -22,6 +22,9 @@ RULES: dict[str, tuple[str, frozenset]] = {
     "joint": ("joint", frozenset()),
 }
 
+# options whose value is a word (`kind=quadratic`); every other option takes a number
+WORD_OPTIONS = frozenset({"kind", "form"})
+
 RULE_NAMES = frozenset(name for name, _ in RULES.values())
 
 
