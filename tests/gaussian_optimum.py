@@ -52,3 +52,42 @@ def gaussian_elbo_optimum(x, terms):
     # (the Hessian in m is ≥ I, so a gradient below 1e-5 puts m within 1e-5 of the optimum)
     assert np.max(np.abs(result.jac)) < 1e-5, result.message
     return -result.fun, m, chol @ chol.T
+
+
+def factorised_elbo_optimum(x, classes, terms):
+    """max over q(W) = Π_k N(m_k, L_k L_kᵀ) of Σ_n E_q[log f_n(η_n)] − Σ_k KL(q_k ‖ N(0, I)), with
+    η_nk = x_n·w_k, by L-BFGS-B. `terms(M, V)` → (E[log f] (N,), ∂/∂M (N, K), 2 ∂/∂V (N, K)) at the
+    margins' means M and variances V: the per-class version of `gaussian_elbo_optimum`."""
+    n, d = x.shape
+    lower = np.tril_indices(d, -1)
+    size = 2 * d + len(lower[0])
+
+    def unpack(theta):
+        blocks = theta.reshape(classes, size)
+        chols = np.zeros((classes, d, d))
+        chols[:, lower[0], lower[1]] = blocks[:, 2 * d:]
+        chols[:, np.arange(d), np.arange(d)] = np.exp(blocks[:, d:2 * d])
+        return blocks[:, :d], blocks[:, d:2 * d], chols
+
+    def negative_elbo(theta):
+        means, logdiags, chols = unpack(theta)
+        margin_m = x @ means.T
+        margin_v = np.stack([np.sum((x @ c) ** 2, axis=1) for c in chols], -1)
+        expected, g1, g2 = terms(margin_m, margin_v)
+        value, grads = np.sum(expected), []
+        for k in range(classes):
+            m, chol = means[k], chols[k]
+            value -= 0.5 * (np.sum(chol ** 2) + m @ m - d) - np.sum(logdiags[k])
+            grad_chol = (x.T * g2[:, k]) @ x @ chol - (chol - np.linalg.inv(chol).T)
+            grads.append(np.concatenate([x.T @ g1[:, k] - m, np.diag(grad_chol) * np.exp(logdiags[k]),
+                                         grad_chol[lower]]))
+        return -value, -np.concatenate(grads)
+
+    theta = np.zeros(classes * size)
+    for _ in range(3):
+        result = optimize.minimize(negative_elbo, theta, jac=True, method="L-BFGS-B",
+                                   options={"maxiter": 20000, "maxcor": 50, "ftol": 1e-16, "gtol": 1e-11})
+        theta = result.x
+    means, _, chols = unpack(theta)
+    assert np.max(np.abs(result.jac)) < 1e-5, result.message
+    return -result.fun, means, np.einsum("kij,klj->kil", chols, chols)

@@ -56,7 +56,7 @@ def commands(out: Path) -> dict:
         "txt": g + ["--output", str(out / "out.txt")],
         "set_unknown": g + ["--set", "NOPE=1"],
         "set_typo": g + ["--set", "kapa0=1"],
-        "not_built": [model("multinomial_logistic"), data("multinomial_logistic")],
+        "not_built": [model("ctm"), data("ctm")],
         "no_data": [model("gaussian"), str(out / "no_such_file.csv")],
     })
     return runs
@@ -175,8 +175,8 @@ def test_a_rule_not_available_names_the_rule_and_the_factor(runs):
     result = runs["not_built"]
     assert_user_error(result)
     assert "rule `cvi`" in result.stderr
-    assert "`y[n]`" in result.stderr
-    assert "multinomial_logistic.vim:22:3" in result.stderr
+    assert "`z[t]`" in result.stderr
+    assert "ctm.vim:38:3" in result.stderr
 
 
 def test_missing_data_file(runs):

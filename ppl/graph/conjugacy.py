@@ -75,9 +75,11 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str, in_bl
     logistic = form == "link:logistic"
     # a Gaussian through a scalar link, or a conjugate one (where the expansion rules are exact)
     scalar = gaussian and (form.startswith("link:") and form != "link:softmax" or default == "vmp")
+    softmax = gaussian and form == "link:softmax" and dist == "Categorical"  # K scalar sites per row
     checks = {
         "vmp": (default == "vmp", "the edge is not conjugate"),
-        "ncvmp": (scalar, "NC-VMP needs a Gaussian neighbour reached through a scalar link"),
+        "ncvmp": (scalar or softmax, "NC-VMP needs a Gaussian neighbour reached through a scalar link "
+                                     "or a Categorical's softmax"),
         "cvi": (gaussian or family in ("Gamma", "Dirichlet", "Beta"),
                 "CVI needs a Gaussian, Gamma, Beta or Dirichlet neighbour"),
         "bound:jaakkola": (gaussian and logistic and dist in ("Bernoulli", "Binomial"),
@@ -89,7 +91,8 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str, in_bl
         "bound:stick": (gaussian and form == "link:softmax" and dist == "Categorical",
                         "stick-breaking is for Categorical with a softmax link"),
         "laplace": (scalar, "Laplace VI needs a Gaussian neighbour reached through a scalar link"),
-        "delta": (scalar, "delta VI needs a Gaussian neighbour reached through a scalar link"),
+        "delta": (scalar or softmax, "delta VI needs a Gaussian neighbour reached through a scalar link "
+                                     "or a Categorical's softmax"),
         "ssmf": (in_block, "SSMF is for edges inside a block of dependent local variables"),
     }
     ok, reason = checks.get(rule, (False, "unknown rule"))

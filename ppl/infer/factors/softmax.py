@@ -1,0 +1,130 @@
+"""`y ~ Categorical(softmax(η))` with η a K-vector whose component k is linear in Gaussian latents.
+
+The class axis: a Gaussian latent in η read without an index for a plate of size K (the levels
+of y) is read at class k in component k — `w @ x[n]` with `w[k] ~ MvNormal` has η_k = w[k]·x[n].
+So η_k is one `LinearForm` per class, and under a q that factorises across classes the margins
+η_nk are independent with means m_nk and variances v_nk. Each (n, k) becomes a scalar Gaussian
+site τ̃ = −g2, ỹ = m + g1/τ̃ from a rule of `ppl.infer.softmax`, and the message to the read of
+class k is the linear-Gaussian message of `read_message`, exactly as for a scalar GLM factor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ppl.infer import softmax
+from ppl.infer.access import Unsupported
+from ppl.infer.factors.base import FactorRuntime
+from ppl.infer.linear import LinearBuilder, form_moments, read_message
+from ppl.lang import ast
+
+MIN_PRECISION = 1e-10  # as for the scalar sites
+
+
+def is_softmax(factor) -> bool:
+    call = factor.args.get("probs")
+    return factor.dist.name == "Categorical" and isinstance(call, ast.Call) and call.func == "softmax"
+
+
+class SoftmaxFactor(FactorRuntime):
+    def __init__(self, factor, model, env, dataset, families, rule: str, options: dict):
+        super().__init__(factor, model, env, dataset)
+        self.rule = rule
+        self.samples = int(options.get("samples", 16))
+        if rule == "ncvmp" or (rule == "cvi" and self.samples == 0):
+            self.approximation = softmax.expected
+        elif rule == "cvi":
+            self.approximation = softmax.expected_term  # the sites come from fresh draws
+        elif rule in softmax.RULES:
+            self.approximation = softmax.RULES[rule]
+        else:
+            raise Unsupported(f"rule `{rule}` for Categorical `{factor.name}` with a softmax link is not available "
+                              f"in this version: the engine runs cvi, ncvmp, delta and bound:bohning for it",
+                              factor.span)
+        if self.components != 1:
+            raise Unsupported(f"`{factor.name}`: a softmax likelihood selected by a latent category", factor.span)
+        target = model.variables[factor.target.name]
+        if target.kind == "latent" or factor.target.name in dataset.masks:
+            raise Unsupported(f"rule `{rule}` for Categorical `{factor.name}` with a softmax link is not available in "
+                              f"this version when `{factor.target.name}` is latent: the engine runs it for an "
+                              f"observed outcome", factor.span)
+        self.classes = env.size(target.levels)
+        eta = self.args["probs"].args[0]
+        self.forms, self.owner = [], {}
+        for k in range(self.classes):
+            try:
+                form = LinearBuilder(self.builder, self.plate, model, 0).build(_at_class(eta, k, model, env,
+                                                                                        self.classes))
+            except ValueError:
+                raise Unsupported(f"`{ast.text(eta)}` in `{factor.name}`: each class's margin must be linear in "
+                                  f"Gaussian latents read per class; data offsets must not vary by class",
+                                  eta.span) from None
+            self.forms.append(form)
+            for term in form.terms:
+                for access in term.scalars + ([term.vector] if term.vector else []):
+                    self.add_read(access)
+                    self.owner[id(access)] = k
+        values = np.asarray(dataset.arrays[factor.target.name]).reshape(-1, 1)
+        self.y = self.target.gather(values)[..., 0].astype(np.int64)  # plate + (1,), 0-based class
+
+    def margins(self, state):
+        """(m, v) of η: plate + (1, K)."""
+        moments = [form_moments(state, form) for form in self.forms]
+        m = np.stack([np.broadcast_to(m1, self.builder.shape()) for m1, _ in moments], -1)
+        m2 = np.stack([np.broadcast_to(s, self.builder.shape()) for _, s in moments], -1)
+        return m, np.maximum(m2 - m * m, 1e-300)
+
+    def expectations(self, state):
+        """(m, v, term, g1, g2), computed once while the variables read by η are unchanged."""
+        key = (id(state),) + tuple(state.versions.get(n, 0) for n in sorted(self.reads))
+        if getattr(self, "_expectations_key", None) != key:
+            m, v = self.margins(state)
+            self._expectations_key = key
+            self._expectations = (m, v) + tuple(self.approximation(self.y, m, v))
+            self._sites = None
+        return self._expectations
+
+    def sites(self, state):
+        """(ỹ, τ̃) per element and class: plate + (1, K); fresh draws once per change of q under cvi."""
+        m, v, _, g1, g2 = self.expectations(state)
+        if self._sites is None:
+            if self.rule == "cvi" and self.samples > 0:
+                g1, g2 = softmax.monte_carlo(self.y, m, v, state.rng, self.samples)
+            tau = np.maximum(-g2, MIN_PRECISION)
+            self._sites = (m + g1 / tau, tau)
+        return self._sites
+
+    def _message(self, state, access):
+        k = self.owner[id(access)]
+        target, tau = self.sites(state)
+        return read_message(state, self.forms[k], access, tau[..., k], target[..., k], self.factor)
+
+    def _expected_log(self, state):
+        return self.expectations(state)[2]
+
+
+def _at_class(expr, k: int, model, env, classes: int):
+    """`expr` with every Gaussian latent read that stops short of a class plate (size K) read at class k."""
+    if isinstance(expr, (ast.Name, ast.Index)) and isinstance(getattr(expr, "base", expr), ast.Name):
+        name = expr.id if isinstance(expr, ast.Name) else expr.base.id
+        var = model.variables.get(name)
+        if var is not None and var.kind == "latent":
+            given = expr.indices if isinstance(expr, ast.Index) else ()
+            if len(given) < len(var.plates) and env.size(var.plates[len(given)]) == classes:
+                at = ast.Number(k + 1, True, expr.span)
+                base = expr if isinstance(expr, ast.Name) else expr.base
+                return ast.Index(base, tuple(given) + (at,), expr.span)
+            return expr
+    if not dataclasses.is_dataclass(expr):
+        return expr
+    changes = {}
+    for f in dataclasses.fields(expr):
+        value = getattr(expr, f.name)
+        if dataclasses.is_dataclass(value):
+            changes[f.name] = _at_class(value, k, model, env, classes)
+        elif isinstance(value, tuple):
+            changes[f.name] = tuple(_at_class(v, k, model, env, classes) if dataclasses.is_dataclass(v) else v
+                                    for v in value)
+    return dataclasses.replace(expr, **changes)
