@@ -1,4 +1,4 @@
-"""Small models several test files use as material (a mixture and a Markov chain)."""
+"""Small models several test files use as material (a mixture, a Markov chain, a logistic regression)."""
 
 MIXTURE = """
 const K = 6
@@ -28,3 +28,10 @@ for t in 1..T {
   y[t] ~ Bernoulli(logistic(x[t])) @cvi(samples=10)
 }
 """
+
+# Bayesian logistic regression with a N(0, I) prior: the rules' common test bed
+LOGISTIC = """
+data X: real[N, D] from x1..xD
+data y: bool[N]
+w ~ MvNormal(zeros(D), eye(D))
+y ~ Bernoulli(logistic(X @ w))"""

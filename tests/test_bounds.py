@@ -15,14 +15,9 @@ import ppl
 from ppl.infer.likelihoods import LIKELIHOODS, bohning, jaakkola, jaakkola_lambda, quadrature
 
 from gaussian_optimum import gaussian_elbo_optimum
+from model_texts import LOGISTIC
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
-LOGISTIC = """
-data X: real[N, D] from x1..xD
-data y: bool[N]
-w ~ MvNormal(zeros(D), eye(D))
-y ~ Bernoulli(logistic(X @ w))
-"""
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ expectation log f(m) + ½ log f''(m) v, which brings in the third derivative; it
 the optimum of that objective over Gaussian q.
 """
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,14 +18,9 @@ import ppl
 from ppl.infer.likelihoods import LIKELIHOODS, delta, gaussian, laplace
 
 from gaussian_optimum import gaussian_elbo_optimum
+from model_texts import LOGISTIC
 
-MODELS = __import__("pathlib").Path(__file__).resolve().parents[1] / "models"
-LOGISTIC = """
-data X: real[N, D] from x1..xD
-data y: bool[N]
-w ~ MvNormal(zeros(D), eye(D))
-y ~ Bernoulli(logistic(X @ w))
-"""
+MODELS = Path(__file__).resolve().parents[1] / "models"
 
 
 @pytest.fixture(scope="module")

@@ -39,16 +39,11 @@ from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, quadrature
 from ppl.infer.plates import rbf
 
 from gaussian_optimum import gaussian_elbo_optimum, gh_expect
+from model_texts import LOGISTIC
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 NUTS_FIXTURE = ROOT / "tests" / "fixtures" / "breast_cancer_nuts.json"
-
-LOGISTIC = """
-data X: real[N, D] from x1..xD
-data y: bool[N]
-w ~ MvNormal(zeros(D), eye(D))
-y ~ Bernoulli(logistic(X @ w))"""
 
 LINEAR = """
 data X: real[N, D] from x1..xD
