@@ -186,15 +186,28 @@ def term_moments(state, term: Term):
 
 def form_moments(state, form: LinearForm):
     """E[m] and E[m²] (scalar) or E[m mᵀ] (vector) of the whole linear form."""
+    mean, spread = _mean_spread(state, form)
+    if not form.event:
+        return mean, mean * mean + spread
+    return mean, np.einsum("...i,...j->...ij", mean, mean) + spread
+
+
+def margin(state, form: LinearForm):
+    """(mean, variance) of a scalar linear form under q: the Gaussian margin η ~ N(m, v) that
+    the non-conjugate rules integrate over (v kept positive for a form with no latent term)."""
+    mean, spread = _mean_spread(state, form)
+    return mean, np.maximum(spread, 1e-300)
+
+
+def _mean_spread(state, form: LinearForm):
+    """E[m] and the summed (co)variances of the independent terms."""
     mean = form.offset.copy()
     spread = 0.0
     for term in form.terms:
         t1, t2 = term_moments(state, term)
         mean = mean + t1
         spread = spread + (t2 - (t1 * t1 if not form.event else np.einsum("...i,...j->...ij", t1, t1)))
-    if not form.event:
-        return mean, mean * mean + spread
-    return mean, np.einsum("...i,...j->...ij", mean, mean) + spread
+    return mean, spread
 
 
 def _dim(state, access) -> int:

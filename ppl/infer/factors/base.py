@@ -78,11 +78,17 @@ class FactorRuntime(abc.ABC):
         """Σ over the plate of E_q[log f] (responsibility-weighted across components)."""
         return float(np.sum(self.weights(state) * self.expected_log(state)))
 
+    def version_key(self, state, names=None) -> tuple:
+        """Identifies q of the variables `names` (default: all this factor reads): a value computed
+        from them can be reused while the key is unchanged."""
+        names = sorted(self.reads) if names is None else names
+        return (id(state),) + tuple(state.versions.get(n, 0) for n in names)
+
     def expected_log(self, state) -> np.ndarray:
         """`_expected_log`, reused while none of the variables this factor reads has changed
         (the selector's message and the ELBO of a sweep need the same values)."""
-        names = sorted(n for n in self.reads if n != (self.selector.name if self.selector else None))
-        key = (id(state),) + tuple(state.versions.get(n, 0) for n in names)
+        key = self.version_key(state, sorted(n for n in self.reads
+                                              if n != (self.selector.name if self.selector else None)))
         if getattr(self, "_log_key", None) != key:
             self._log_key, self._log_value = key, self._expected_log(state)
         return self._log_value

@@ -206,7 +206,7 @@ class GammaCVIFactor(FactorRuntime):
 
     def exact(self, state):
         """(E[r], ∇_λ E[r]) by quadrature, computed once per version of q(z)."""
-        key = (id(state), state.versions.get(self.latent.name, 0))
+        key = self.version_key(state, [self.latent.name])
         if getattr(self, "_exact_key", None) != key:
             name = self.latent.name
             shape = state.families[name].params(state.natural[name])["shape"]

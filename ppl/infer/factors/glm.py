@@ -27,7 +27,7 @@ from ppl.infer import likelihoods
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo
-from ppl.infer.linear import LinearBuilder, form_moments, read_message
+from ppl.infer.linear import LinearBuilder, margin, read_message
 from ppl.lang import ast
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
@@ -84,17 +84,12 @@ class GLMFactor(FactorRuntime):
             raise Unsupported(f"no {rule} rule for {factor.dist.name} with the {call.func} link", call.span)
         return LIKELIHOODS[key], call.args[0]
 
-    def margins(self, state):
-        """(m, v) of η at every element: its mean and variance under q."""
-        m1, m2 = form_moments(state, self.margin)
-        return m1, np.maximum(m2 - m1 * m1, 1e-300)
-
     def expectations(self, state):
         """(m, v, term, g1, g2) at the current margins by the rule's approximation, computed once
         while the variables read by η are unchanged (the sites and the ELBO term need the same)."""
-        key = (id(state),) + tuple(state.versions.get(n, 0) for n in sorted(self.reads))
+        key = self.version_key(state)
         if getattr(self, "_expectations_key", None) != key:
-            m, v = self.margins(state)
+            m, v = margin(state, self.margin)
             self._expectations_key = key
             self._expectations = (m, v) + tuple(self.approximation(self.likelihood, self.y, self.n, m, v))
         return self._expectations
@@ -104,8 +99,7 @@ class GLMFactor(FactorRuntime):
         m, v, _, g1, g2 = self.expectations(state)
         if self.rule == "cvi" and self.samples > 0:
             g1, g2 = monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
-        tau = np.maximum(-g2, MIN_PRECISION)
-        return m + g1 / tau, tau
+        return gaussian_site(m, g1, g2)
 
     def _message(self, state, access):
         target, tau = self.sites(state)
@@ -113,6 +107,12 @@ class GLMFactor(FactorRuntime):
 
     def _expected_log(self, state):
         return self.expectations(state)[2]
+
+
+def gaussian_site(m, g1, g2):
+    """(ỹ, τ̃) of the Gaussian site with τ̃ = −g2 (floored at MIN_PRECISION), ỹ = m + g1/τ̃."""
+    tau = np.maximum(-g2, MIN_PRECISION)
+    return m + g1 / tau, tau
 
 
 def _piecewise(options, factor):

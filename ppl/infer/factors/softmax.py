@@ -17,10 +17,9 @@ import numpy as np
 from ppl.infer import softmax
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.linear import LinearBuilder, form_moments, read_message
+from ppl.infer.factors.glm import gaussian_site
+from ppl.infer.linear import LinearBuilder, margin, read_message
 from ppl.lang import ast
-
-MIN_PRECISION = 1e-10  # as for the scalar sites
 
 
 def is_softmax(factor) -> bool:
@@ -71,14 +70,13 @@ class SoftmaxFactor(FactorRuntime):
 
     def margins(self, state):
         """(m, v) of η: plate + (1, K)."""
-        moments = [form_moments(state, form) for form in self.forms]
-        m = np.stack([np.broadcast_to(m1, self.builder.shape()) for m1, _ in moments], -1)
-        m2 = np.stack([np.broadcast_to(s, self.builder.shape()) for _, s in moments], -1)
-        return m, np.maximum(m2 - m * m, 1e-300)
+        margins = [margin(state, form) for form in self.forms]
+        return tuple(np.stack([np.broadcast_to(part[i], self.builder.shape()) for part in margins], -1)
+                     for i in (0, 1))
 
     def expectations(self, state):
         """(m, v, term, g1, g2), computed once while the variables read by η are unchanged."""
-        key = (id(state),) + tuple(state.versions.get(n, 0) for n in sorted(self.reads))
+        key = self.version_key(state)
         if getattr(self, "_expectations_key", None) != key:
             m, v = self.margins(state)
             self._expectations_key = key
@@ -92,8 +90,7 @@ class SoftmaxFactor(FactorRuntime):
         if self._sites is None:
             if self.rule == "cvi" and self.samples > 0:
                 g1, g2 = softmax.monte_carlo(self.y, m, v, state.rng, self.samples)
-            tau = np.maximum(-g2, MIN_PRECISION)
-            self._sites = (m + g1 / tau, tau)
+            self._sites = gaussian_site(m, g1, g2)
         return self._sites
 
     def _message(self, state, access):
