@@ -184,6 +184,25 @@ def term_moments(state, term: Term):
     return expand(scale) * mean, expand(expand(scale2)) * outer
 
 
+def term_mean(state, term: Term):
+    """E[t] alone: what a message needs of the other terms (no second moments, no D×D work)."""
+    s1 = 1.0
+    for access in term.scalars:
+        s1 = s1 * scalar_moments(state, access)[0]
+    if term.vector is None:
+        return term.coef * s1
+    mean = term.vector.gather(state.moments(term.vector.name)[:, :_dim(state, term.vector)])
+    return np.sum(term.coef * mean, -1) * s1 if term.contract else expand(term.coef * s1) * mean
+
+
+def form_mean(state, form: LinearForm):
+    """E[m] of the whole linear form."""
+    mean = form.offset
+    for term in form.terms:
+        mean = mean + term_mean(state, term)
+    return mean
+
+
 def form_moments(state, form: LinearForm):
     """E[m] and E[m²] (scalar) or E[m mᵀ] (vector) of the whole linear form."""
     mean, spread = _mean_spread(state, form)
@@ -221,10 +240,8 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
 
         (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
     """
-    m1, _ = form_moments(state, form)
     term = next(t for t in form.terms if access is t.vector or any(access is s for s in t.scalars))
-    t1, _ = term_moments(state, term)
-    residual = target - (m1 - t1)  # E[y] − E[b]
+    residual = target - (form_mean(state, form) - term_mean(state, term))  # E[y] − E[b]
     if access is term.vector:
         s1, s2 = scalar_part(state, term)
         if term.contract:  # scalar mean, a = coef · Π s (a D-vector)

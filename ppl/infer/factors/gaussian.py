@@ -15,7 +15,7 @@ import numpy as np
 from ppl.families.base import chol_inverse
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.linear import LinearBuilder, expand, form_moments, pack, read_message
+from ppl.infer.linear import LinearBuilder, expand, form_mean, form_moments, pack, read_message
 from ppl.lang import ast
 
 LOG_2PI = np.log(2 * np.pi)
@@ -67,7 +67,7 @@ class GaussianFactor(FactorRuntime):
 
     def _to_value(self, state):
         prec, _ = self.precision.expect(state)
-        m1, _ = form_moments(state, self.mean)
+        m1 = form_mean(state, self.mean)
         if not self.dim:
             return np.stack(np.broadcast_arrays(prec * m1, -0.5 * prec), axis=-1)
         return pack(np.einsum("...ij,...j->...i", prec, m1), -0.5 * prec)
