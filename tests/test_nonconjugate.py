@@ -544,9 +544,3 @@ def test_gp_classification_fits_and_its_elbo_is_minus_kl_plus_expected_log_likel
     mean, var = mean.reshape(-1), np.diag(cov.reshape(len(x), len(x)))
     _, g1, g2 = logistic_terms(y)(mean, var)
     np.testing.assert_allclose(settled["f"].natural.reshape(-1)[:len(x)], g1 - mean * g2, rtol=0, atol=1e-5)
-
-
-@pytest.mark.parametrize("option", ["form=site", "minibatch=32"])
-def test_cvi_options_not_built_are_refused_not_ignored(option):
-    with pytest.raises(ppl.PplError, match="not available in this version"):
-        ppl.compile(LOGISTIC + f" @cvi({option})").infer(breast_cancer(rows=20, columns=3), seed=0)

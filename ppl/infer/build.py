@@ -12,7 +12,7 @@ from ppl.infer.access import Unsupported
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
 from ppl.infer.factors.gaussian import GaussianFactor
-from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor
+from ppl.infer.factors.glm import APPROXIMATIONS, DEFAULT_CVI_KAPPA, DEFAULT_CVI_STEP, GLMFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.lang import ast
@@ -26,7 +26,6 @@ MONOTONE_RULES = ("vmp", "bound:jaakkola", "bound:bohning")
 DAMPED_RULES = ("ncvmp", "bound:piecewise", "laplace", "delta")
 APPROXIMATE_RULES = ("laplace", "delta")  # Wang & Blei: the objective is not a bound
 GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal")
-DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
 
 
@@ -54,6 +53,13 @@ class Problem:
 
     def elbo(self, state) -> float:
         return sum(f.elbo(state) for f in self.factors) + sum(state.entropy(v) for v in self.latent)
+
+    def elbo_estimate(self, state) -> tuple[float, float]:
+        """(ELBO, standard error): exact, unless a factor subsamples its data (`minibatch`) and
+        estimates its term, whose standard errors add in quadrature."""
+        pairs = [f.elbo_estimate(state) for f in self.factors]
+        value = sum(p[0] for p in pairs) + sum(state.entropy(v) for v in self.latent)
+        return value, float(np.sqrt(sum(p[1] ** 2 for p in pairs)))
 
     def elbo_terms(self, state) -> dict:
         """E_q[log f] per factor and H[q] per variable: the pieces that add up to the ELBO."""
@@ -112,11 +118,13 @@ def build_problem(model, dataset, analysis) -> Problem:
     steps = {}
     cvi = [f for f in runtimes if isinstance(f, (GLMFactor, GammaCVIFactor, SoftmaxFactor)) and f.rule == "cvi"]
     for f in cvi:
+        if getattr(f, "form", "meanfield") == "site":
+            continue  # the factor damps its own sites; the node takes them whole
         options = next(t.options for t in analysis.for_factor(f.name) if t.rule == "cvi")
         for name in f.reads:
             beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
             steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
-    stochastic = any(f.samples > 0 for f in cvi)
+    stochastic = any(f.samples > 0 or getattr(f, "batch", None) for f in cvi)
     guarded = tuple(sorted({n for f in runtimes if isinstance(f, GammaCVIFactor) for n in f.reads}))
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
     glms = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor))]

@@ -69,6 +69,8 @@ class Run:
     seconds: float
     restart: int = 0
     warnings: list = field(default_factory=list)
+    elbo: float = np.nan  # exact at the end of the run (the trace may hold minibatch estimates)
+    trace_se: list = field(default_factory=list)  # standard error of each trace entry (0: exact)
 
 
 def run(problem: Problem, options: Options, progress=None) -> Run:
@@ -80,7 +82,7 @@ def run(problem: Problem, options: Options, progress=None) -> Run:
     for restart, seed in enumerate(seeds):
         result = _run_once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart
-        if best is None or result.trace[-1] > best.trace[-1]:
+        if best is None or result.elbo > best.elbo:
             best = result
     best.seconds = time.perf_counter() - start
     return best
@@ -92,22 +94,23 @@ SMOOTHING = 10  # sweeps averaged for the convergence test when gradients are st
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
-    trace, converged, notes, shrink = [], False, list(problem.notes), {}
+    trace, trace_se, converged, notes, shrink = [], [], False, list(problem.notes), {}
     elbo = problem.elbo(state)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
         snapshot = state.copy() if problem.pure_vmp else None
         for name in problem.order:
             _update(problem, state, name, options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
-        new = problem.elbo(state)
+        new, se = problem.elbo_estimate(state)
         if not np.isfinite(new):
             raise Unsupported("the ELBO is not finite: the model or data give a degenerate posterior")
-        fell = new < elbo - 1e-9 * max(1.0, abs(elbo))
+        fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
         if fell and problem.pure_vmp and options.damping == 1.0:
             _explain_decrease(problem, snapshot, elbo, options.damping)
         elif fell and problem.damped:
             notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)
+        trace_se.append(se)
         if progress is not None:
             progress(iteration, new)
         if problem.stochastic:  # compare averages of the last sweeps: single ELBOs are noisy
@@ -120,8 +123,12 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
             break
+    exact = trace[-1] if not any(trace_se) else problem.elbo(state)
+    if any(trace_se):
+        notes.append(f"the trace holds minibatch estimates of the ELBO (the last {trace[-1]:.6g} ± {trace_se[-1]:.2g}); "
+                     "the ELBO reported is exact, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
-               warnings=notes)
+               warnings=notes, elbo=exact, trace_se=trace_se)
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:

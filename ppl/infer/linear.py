@@ -171,17 +171,25 @@ def scalar_part(state, term: Term, skip=None):
     return first, second
 
 
-def term_moments(state, term: Term):
-    """Scalar mean: (E[t], E[t²]). Vector-valued: (E[t], E[t tᵀ])."""
-    s1, s2 = scalar_part(state, term)
+def term_moments(state, term: Term, rows=None):
+    """Scalar mean: (E[t], E[t²]). Vector-valued: (E[t], E[t tᵀ]). `rows`: only those rows of
+    the first plate axis (a minibatch)."""
+    s1, s2 = (_rows(s, rows) for s in scalar_part(state, term))
+    coef = _rows(term.coef, rows)
     if term.vector is None:
-        return term.coef * s1, term.coef ** 2 * s2
-    mean, outer = vector_moments(state, term.vector, _dim(state, term.vector))
+        return coef * s1, coef ** 2 * s2
+    mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
     if term.contract:
-        c = term.coef
-        return np.sum(c * mean, -1) * s1, quadratic_rows(c, outer) * s2
-    scale, scale2 = term.coef * s1, term.coef ** 2 * s2  # vector-valued term: a scalar times v
+        return np.sum(coef * mean, -1) * s1, quadratic_rows(coef, outer) * s2
+    scale, scale2 = coef * s1, coef ** 2 * s2  # vector-valued term: a scalar times v
     return expand(scale) * mean, expand(expand(scale2)) * outer
+
+
+def _rows(a, rows):
+    """`a` restricted to `rows` of the first plate axis; arrays broadcast along it stay whole."""
+    if rows is None or np.ndim(a) < 2 or np.shape(a)[0] == 1:
+        return a
+    return a[rows]
 
 
 def term_mean(state, term: Term):
@@ -211,19 +219,20 @@ def form_moments(state, form: LinearForm):
     return mean, np.einsum("...i,...j->...ij", mean, mean) + spread
 
 
-def margin(state, form: LinearForm):
+def margin(state, form: LinearForm, rows=None):
     """(mean, variance) of a scalar linear form under q: the Gaussian margin η ~ N(m, v) that
-    the non-conjugate rules integrate over (v kept positive for a form with no latent term)."""
-    mean, spread = _mean_spread(state, form)
+    the non-conjugate rules integrate over (v kept positive for a form with no latent term);
+    `rows` restricts it to those rows of the first plate axis."""
+    mean, spread = _mean_spread(state, form, rows)
     return mean, np.maximum(spread, 1e-300)
 
 
-def _mean_spread(state, form: LinearForm):
+def _mean_spread(state, form: LinearForm, rows=None):
     """E[m] and the summed (co)variances of the independent terms."""
-    mean = form.offset.copy()
+    mean = _rows(form.offset, rows).copy()
     spread = 0.0
     for term in form.terms:
-        t1, t2 = term_moments(state, term)
+        t1, t2 = term_moments(state, term, rows)
         mean = mean + t1
         spread = spread + (t2 - (t1 * t1 if not form.event else np.einsum("...i,...j->...ij", t1, t1)))
     return mean, spread

@@ -129,6 +129,7 @@ class Posterior:
     restart: int = 0
     notes: list = field(default_factory=list)  # what the run changed on its own (damping)
     joint: list = field(default_factory=list)  # JointDraws of @joint groups
+    trace_se: list = field(default_factory=list)  # standard errors of estimated trace entries (0: exact)
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -201,7 +202,8 @@ class Posterior:
             variables[name] = entry
         return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
                 "levels": {name: list(labels) for name, labels in self.levels.items()},
-                "seconds": self.seconds, "trace": list(self.trace), "elbo_terms": self.elbo_terms,
+                "seconds": self.seconds, "trace": list(self.trace), "trace_se": list(self.trace_se),
+                "elbo_terms": self.elbo_terms,
                 "notes": list(self.notes),
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
@@ -266,9 +268,9 @@ def build_posterior(problem, run, analysis) -> Posterior:
     joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
                         state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
-    return Posterior(marginals, run.trace[-1], run.trace, run.elbo_terms, run.iterations, run.converged,
+    return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
-                     joint)
+                     joint, run.trace_se)
 
 
 def _split_group(problem, state, group) -> dict:

@@ -78,6 +78,10 @@ class FactorRuntime(abc.ABC):
         """Σ over the plate of E_q[log f] (responsibility-weighted across components)."""
         return float(np.sum(self.weights(state) * self.expected_log(state)))
 
+    def elbo_estimate(self, state) -> tuple[float, float]:
+        """(`elbo`, its standard error): exact here; a factor that subsamples its data overrides it."""
+        return self.elbo(state), 0.0
+
     def version_key(self, state, names=None) -> tuple:
         """Identifies q of the variables `names` (default: all this factor reads): a value computed
         from them can be reused while the key is unchanged."""

@@ -12,8 +12,13 @@ likelihood N(ỹ | η, τ̃⁻¹) — the natural gradient of E[log f] in that r
 (`ppl.infer.likelihoods`, `APPROXIMATIONS` below):
 
 - `ncvmp`: Gauss–Hermite, exact (Knowles & Minka's NC-VMP);
-- `cvi`: the same ELBO term, gradients by Monte Carlo with `samples` draws, applied by the
-  engine with step β (Khan & Lin);
+- `cvi`: the same ELBO term, gradients by Monte Carlo with `samples` draws (Khan & Lin). In
+  the mean-field form (Alg. 2) the engine damps the whole update with ρ_t = β·t^−κ; in the site
+  form (Alg. 1, `form=site`) the factor keeps one site per data point, O(N) numbers, damps the
+  sites with ρ_t and sends them whole, so the other messages to the node stay exact. With
+  `minibatch=B`, a step computes gradients on B rows of the data plate only and scales them by
+  N/B (eq. 14), and the factor's ELBO term becomes an unbiased estimate on another B rows,
+  with its standard error;
 - `bound:jaakkola`, `bound:bohning`, `bound:piecewise`: a local bound on log(1 + e^η), whose
   expectation is the factor's ELBO term, so the objective is a strict lower bound;
 - `laplace`, `delta`: Wang & Blei's second-order expansions; their term is not a bound.
@@ -31,6 +36,8 @@ from ppl.infer.linear import LinearBuilder, margin, read_message
 from ppl.lang import ast
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
+DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
+FORMS = ("meanfield", "site")
 
 # rule -> (likelihood, y, n, m, v) -> (the factor's objective term, g1, g2)
 APPROXIMATIONS = {
@@ -50,10 +57,12 @@ class GLMFactor(FactorRuntime):
         super().__init__(factor, model, env, dataset)
         self.rule = rule
         self.samples = int(options.get("samples", 16))
-        unbuilt = sorted({"form", "minibatch"} & set(options))
-        if unbuilt:  # accepted by the language, not run yet: refuse rather than ignore
-            raise Unsupported(f"`@cvi({unbuilt[0]}=...)` on `{factor.name}`: the site form with minibatches "
-                              "(Khan & Lin, Alg. 1) is not available in this version", factor.span)
+        self.form = str(options.get("form", "meanfield"))
+        if self.form not in FORMS:
+            raise Unsupported(f"`@cvi(form={self.form})` on `{factor.name}`: the form is `meanfield` (Alg. 2) "
+                              "or `site` (Alg. 1)", factor.span)
+        self.step = (float(options.get("step", DEFAULT_CVI_STEP)), float(options.get("kappa", DEFAULT_CVI_KAPPA)))
+        self.batch = _minibatch(options, factor, self.plate.shape)
         self.likelihood, eta = self._likelihood(factor, rule)
         self.margin = LinearBuilder(self.builder, self.plate, model, 0).build(eta)
         for term in self.margin.terms:
@@ -96,10 +105,65 @@ class GLMFactor(FactorRuntime):
 
     def sites(self, state):
         """(ỹ, τ̃): the Gaussian pseudo-observation and precision standing in for each data point."""
-        m, v, _, g1, g2 = self.expectations(state)
+        if self.form == "site":
+            return self._stored_sites(state)
+        if self.batch is None:
+            m, v, _, g1, g2 = self.expectations(state)
+            if self.rule == "cvi" and self.samples > 0:
+                g1, g2 = monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
+            return gaussian_site(m, g1, g2)
+        rows, scale = self._draw_batch(state.rng)
+        target, tau = np.zeros_like(self.y), np.zeros_like(self.y)
+        target[rows], tau_rows = self._fresh_sites(state, rows)
+        tau[rows] = scale * tau_rows
+        return target, tau
+
+    def _fresh_sites(self, state, rows):
+        """(ỹ, τ̃) on the rows of a minibatch (first plate axis) from the current q."""
+        m, v = margin(state, self.margin, rows)
+        y, n = (np.broadcast_to(a, self.y.shape)[rows] for a in (self.y, self.n))
         if self.rule == "cvi" and self.samples > 0:
-            g1, g2 = monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
+            g1, g2 = monte_carlo(self.likelihood, y, n, m, v, state.rng, self.samples)
+        else:
+            _, g1, g2 = self.approximation(self.likelihood, y, n, m, v)
         return gaussian_site(m, g1, g2)
+
+    def _draw_batch(self, rng):
+        """B rows of the first plate axis, without replacement, and the scale N/B of eq. 14."""
+        total = self.y.shape[0]
+        return np.sort(rng.choice(total, self.batch, replace=False)), total / self.batch
+
+    def _stored_sites(self, state):
+        """Alg. 1: one CVI step on the stored sites whenever q has changed since the last — each
+        site decays by 1 − ρ_t and the rows of the step's minibatch (every row without one) gain
+        ρ_t·(N/B)·(τ̃ỹ, τ̃) from the current q (Khan & Lin eqs. 13–14) — then the sites, whole."""
+        key = self.version_key(state)
+        if getattr(self, "_sites_key", None) != key:
+            if getattr(self, "_sites", None) is None:
+                self._sites, self._steps = np.zeros((2,) + self.y.shape), 0
+            self._steps += 1
+            rho = self.step[0] * self._steps ** -self.step[1]
+            rows, scale = (slice(None), 1.0) if self.batch is None else self._draw_batch(state.rng)
+            target, tau = self._fresh_sites(state, rows)
+            self._sites *= 1 - rho
+            self._sites[0][rows] += rho * scale * tau * target
+            self._sites[1][rows] += rho * scale * tau
+            self._sites_key = self.version_key(state)
+        h, tau = self._sites
+        return h / np.where(tau > 0, tau, 1.0), tau
+
+    def elbo_estimate(self, state):
+        """(E[log f] summed over the plate, its standard error): exact without a minibatch,
+        else N/B times the sum on B fresh rows, with the finite-population standard error."""
+        if self.batch is None:
+            return super().elbo_estimate(state)
+        rows, scale = self._draw_batch(state.rng)
+        m, v = margin(state, self.margin, rows)
+        y, n = (np.broadcast_to(a, self.y.shape)[rows] for a in (self.y, self.n))
+        term = np.sum(self.approximation(self.likelihood, y, n, m, v)[0].reshape(self.batch, -1), axis=1)
+        total = self.y.shape[0]
+        se = total * np.std(term, ddof=1) / np.sqrt(self.batch) * np.sqrt(1 - self.batch / total)
+        return float(scale * np.sum(term)), float(se)
 
     def _message(self, state, access):
         target, tau = self.sites(state)
@@ -113,6 +177,17 @@ def gaussian_site(m, g1, g2):
     """(ỹ, τ̃) of the Gaussian site with τ̃ = −g2 (floored at MIN_PRECISION), ỹ = m + g1/τ̃."""
     tau = np.maximum(-g2, MIN_PRECISION)
     return m + g1 / tau, tau
+
+
+def _minibatch(options, factor, plate_shape):
+    """The `minibatch` option: rows of the first plate axis per step (None: the whole plate)."""
+    if "minibatch" not in options:
+        return None
+    batch, total = options["minibatch"], plate_shape[0] if plate_shape else 1
+    if not (isinstance(batch, int) and 2 <= batch <= total):
+        raise Unsupported(f"`@cvi(minibatch={batch})` on `{factor.name}`: a whole number of rows from 2 to "
+                          f"the plate's {total}", factor.span)
+    return None if batch == total else batch
 
 
 def _piecewise(options, factor):
