@@ -61,13 +61,16 @@ class Access:
         message = np.broadcast_to(message, self.index.shape + message.shape[self.plate_rank + 1:])
         return _sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
 
-    def scatter_weighted(self, message, weights: np.ndarray) -> np.ndarray:
+    def scatter_weighted(self, message, weights: np.ndarray, factored: bool = False) -> np.ndarray:
         """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S)).
 
         A message with a `weighted_sum` (a low-rank form, see linear.OuterMessage) is reduced by
-        it when the read is plate-free and unselected, and made dense otherwise."""
+        it when the read is plate-free and unselected — or, `factored`, kept as its rows for the
+        read of a single vector — and made dense otherwise."""
         if hasattr(message, "weighted_sum"):
             if self.plate_free and weights.shape[-1] == 1 and len(self.components) == 1:
+                if factored and self.size == 1:
+                    return message.low_rank(weights)
                 return _sum_by_index(self.components, message.weighted_sum(weights), self.size)
             message = message.dense()
         if not self.plate_free:

@@ -46,6 +46,7 @@ class Problem:
     damped: tuple = ()  # variables updated by a rule in DAMPED_RULES (their step halves if the objective falls)
     guarded: tuple = ()  # variables whose step is halved, element by element, until λ stays valid
     notes: tuple = ()  # what the reader of the result must know (an objective that is not a bound)
+    low_rank: tuple = ()  # single Gaussian vectors whose contraction messages may be solved by Woodbury
 
     def step(self, name: str, iteration: int) -> float:
         beta, kappa = self.steps.get(name, (1.0, 0.0))
@@ -132,8 +133,9 @@ def build_problem(model, dataset, analysis) -> Problem:
     approximate = sorted({f.rule for f in glms if f.rule in APPROXIMATE_RULES})
     notes = (f"{' and '.join(approximate)}: the reported ELBO is Wang & Blei's second-order approximation "
              "(eq. 19), not a bound",) if approximate else ()
+    low_rank = tuple(n for n in latent if isinstance(families.get(n), fam.MvNormal) and shapes.get(n) == ())
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
-                   stochastic, pure, damped, guarded, notes)
+                   stochastic, pure, damped, guarded, notes, low_rank)
 
 
 def _joint_factors(model, dataset, env, analysis, families, shapes):

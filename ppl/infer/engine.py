@@ -19,6 +19,7 @@ from ppl.infer.access import Unsupported
 from ppl.infer.build import Problem, build_problem
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.initialise import initialise
+from ppl.infer.low_rank import GaussianSum
 
 
 class ElboDecreaseWarning(UserWarning):
@@ -154,7 +155,14 @@ def _smoothed_change(trace: list) -> float:
 
 
 def _update(problem: Problem, state, name: str, damping: float) -> None:
-    total = sum(f.message(state, name) for f in problem.neighbours[name])
+    factored = name in problem.low_rank
+    total = sum(f.message(state, name, factored) for f in problem.neighbours[name])
+    if isinstance(total, GaussianSum):  # a vector read through fewer rows than its dimension
+        solved = total.solve(state.families[name]) if damping == 1.0 and name not in problem.guarded else None
+        if solved is not None:
+            state.set(name, *solved)
+            return
+        total = total.dense()
     if name in problem.guarded:
         total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
     elif damping < 1.0:

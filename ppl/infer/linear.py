@@ -292,6 +292,14 @@ class OuterMessage:
         second = (rows * j[:, None]).T @ rows
         return np.concatenate([first, second.reshape(-1)])[None, :]
 
+    def low_rank(self, weights):
+        """The weighted sum kept as its rows: a `GaussianSum` the node can solve by Woodbury."""
+        from ppl.infer.low_rank import GaussianSum
+        d = self.rows.shape[-1]
+        rows = np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
+        h, j = (np.broadcast_to(weights * a, weights.shape).reshape(-1) for a in (self.h, self.j))
+        return GaussianSum(0.0, [(rows.reshape(-1, d), h, -2 * j)])
+
     def dense(self):
         outer = np.einsum("...i,...j->...ij", self.rows, self.rows)
         return pack(expand(self.h) * self.rows, expand(expand(self.j)) * outer)

@@ -18,12 +18,19 @@ class State:
         self.natural: dict = {}
         self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
         self._moments: dict = {}
+        self._entropy: dict = {}  # name -> H[q] given with its moments by a structured solve
         self.versions: dict = {}  # name -> count of updates, so factors can reuse what is unchanged
         self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
 
-    def set(self, name: str, natural: np.ndarray) -> None:
+    def set(self, name: str, natural: np.ndarray, moments=None, entropy=None) -> None:
+        """New λ for `name`; `moments` and `entropy` when the caller solved them already (Woodbury)."""
         self.natural[name] = natural
         self._moments.pop(name, None)
+        self._entropy.pop(name, None)
+        if moments is not None:
+            self._moments[name] = moments
+        if entropy is not None:
+            self._entropy[name] = entropy
         self.versions[name] = self.versions.get(name, 0) + 1
 
     def observe(self, name: str, stats: np.ndarray, mask: np.ndarray | None) -> None:
@@ -46,6 +53,8 @@ class State:
     def entropy(self, name: str) -> float:
         """H[q] summed over the latent elements (the missing cells of a partially observed array)."""
         family = self.families[name]
+        if name in self._entropy:
+            return float(self._entropy[name])
         if hasattr(family, "entropy_of_mean"):  # reuse the cached moments when the family can
             h = family.entropy_of_mean(self.moments(name) if name not in self.observed else
                                        family.to_mean(self.natural[name]))

@@ -63,15 +63,17 @@ class FactorRuntime(abc.ABC):
             return np.ones(self.plate.shape + (1,))
         return self.selector.read(state)[..., 0, :]
 
-    def message(self, state, name: str) -> np.ndarray:
-        """The summed message to variable `name` in its natural layout, (elements, size)."""
+    def message(self, state, name: str, factored: bool = False) -> np.ndarray:
+        """The summed message to variable `name` in its natural layout, (elements, size);
+        `factored`: a contraction's message to a single vector may stay in data space
+        (ppl.infer.low_rank)."""
         weights = self.weights(state)
         total = 0.0
         for access in self.reads.get(name, ()):
             if access is self.selector:
                 total = total + access.scatter_rows(self.expected_log(state))
             else:
-                total = total + access.scatter_weighted(self._message(state, access), weights)
+                total = total + access.scatter_weighted(self._message(state, access), weights, factored)
         return total
 
     def elbo(self, state) -> float:

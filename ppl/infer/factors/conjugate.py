@@ -93,10 +93,10 @@ class ConjugateFactor(FactorRuntime):
         return value[..., 0] if value.shape[-1] == 1 and self.dist != "Multinomial" else value
 
     # -- messages
-    def message(self, state, name: str) -> np.ndarray:
+    def message(self, state, name: str, factored: bool = False) -> np.ndarray:
         probs = self.params.get("probs")
         if self.codes is None or probs is None or probs[0] != "read" or probs[1].name != name:
-            return super().message(state, name)
+            return super().message(state, name, factored)
         access = probs[1]
         k = state.families[name].size
         weights = np.broadcast_to(self.weights(state), access.index.shape)

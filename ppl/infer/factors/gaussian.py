@@ -117,6 +117,8 @@ class _Precision:
                 value = covariance_to_precision(value)
             event = (dim, dim) if dim else ()
             self.value = np.broadcast_to(value, owner.builder.shape() + event)
+            logdet = np.linalg.slogdet(value)[1] if dim else np.log(value)  # once: the precision is fixed
+            self.logdet = np.broadcast_to(logdet, owner.builder.shape())
             return
         if role != "precision":
             raise Unsupported(f"a latent `{role}` in `{owner.name}`: use `precision` for conjugate updates",
@@ -158,11 +160,7 @@ class _Precision:
         """(E[precision], E[log precision]) with log-determinants for matrices."""
         s = self.scale
         if self.kind == "const":
-            v = self.value
-            if self.owner.dim:
-                sign, logdet = np.linalg.slogdet(v)
-                return v, logdet
-            return v, np.log(v)
+            return self.value, self.logdet
         m = self.access.gather(state.moments(self.access.name))
         if self.kind == "gamma":
             return s * m[..., 1], np.log(s) + m[..., 0]
@@ -203,6 +201,6 @@ class _WholeVector:
     def gather(self, moments):
         return np.broadcast_to(moments, self.shape + moments.shape)
 
-    def scatter_weighted(self, message, weights):
+    def scatter_weighted(self, message, weights, factored=False):
         w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
         return (message * w).reshape(-1, self.dim, message.shape[-1]).sum(axis=0)
