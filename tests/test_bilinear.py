@@ -73,7 +73,7 @@ def factor(problem, name="y"):
     return next(f for f in problem.factors if f.name.startswith(name + "["))
 
 
-def randomise(problem, state, names, seed=1):
+def randomise(state, names, seed=1):
     """Random means and random SPD covariances for every element of the MvNormal `names`."""
     rng = np.random.default_rng(seed)
     for name in names:
@@ -95,7 +95,7 @@ def test_margin_of_a_scaled_bilinear_term_is_the_exact_product_moment():
     data = fa_data()
     problem = problem_for(SCALED_FA, data)
     state = initialise(problem, np.random.default_rng(0))
-    randomise(problem, state, ["z", "lam"])
+    randomise(state, ["z", "lam"])
     m, v = margin(state, factor(problem).margin)
     mz, sz = mean_cov(state, "z")
     ml, sl = mean_cov(state, "lam")
@@ -114,7 +114,7 @@ def test_margin_of_a_scaled_bilinear_term_is_the_exact_product_moment():
 def test_bilinear_moments_match_monte_carlo_draws():
     problem = problem_for(PMF, pmf_data()[0])
     state = initialise(problem, np.random.default_rng(0))
-    randomise(problem, state, ["u", "v"])
+    randomise(state, ["u", "v"])
     m, v = margin(state, factor(problem).mean)
     rng = np.random.default_rng(2)
     draws = 200_000
@@ -152,17 +152,22 @@ def directions(rng, count=3):
         yield np.concatenate([rng.normal(size=K), (a + a.T).ravel()])
 
 
+def assert_message_is_the_gradient(problem, vectors, name, row, tol):
+    """At a random q of the `vectors`, the message to element `row` of `name`, dotted with random
+    directions, equals the finite-difference derivative of E[log f] along them."""
+    state = initialise(problem, np.random.default_rng(0))
+    randomise(state, vectors)
+    message = factor(problem).message(state, name)[row]
+    for direction in directions(np.random.default_rng(3)):
+        assert message @ direction == pytest.approx(finite_difference(problem, state, name, row, direction),
+                                                    rel=tol, abs=tol)
+
+
 @pytest.mark.parametrize("name, row", [("u", 4), ("v", 2)])
 def test_vmp_messages_are_the_gradient_of_the_expected_normal_log_likelihood(name, row):
     """E[log N(y | uᵀv, τ)] is linear in (E[u], E[uuᵀ]); the VMP message is its gradient, summed
     over the items j (to u[n]) or the rows n (to v[j])."""
-    problem = problem_for(PMF, pmf_data()[0])
-    state = initialise(problem, np.random.default_rng(0))
-    randomise(problem, state, ["u", "v"])
-    message = factor(problem).message(state, name)[row]
-    for direction in directions(np.random.default_rng(3)):
-        assert message @ direction == pytest.approx(finite_difference(problem, state, name, row, direction),
-                                                    rel=1e-7, abs=1e-7)
+    assert_message_is_the_gradient(problem_for(PMF, pmf_data()[0]), ["u", "v"], name, row, tol=1e-7)
 
 
 @pytest.mark.parametrize("rule", ["ncvmp", "bound:jaakkola", "bound:bohning", "bound:piecewise"])
@@ -170,13 +175,8 @@ def test_vmp_messages_are_the_gradient_of_the_expected_normal_log_likelihood(nam
 def test_site_messages_are_the_gradient_of_the_rule_objective(rule, name, row):
     """Through the Gaussian site, the message to a vector of a bilinear logit is ∇ of the rule's
     objective (E[log f], or its bound) in that vector's mean parameters."""
-    problem = problem_for(SCALED_FA, fa_data(), {"y": rule})
-    state = initialise(problem, np.random.default_rng(0))
-    randomise(problem, state, ["z", "lam"])
-    message = factor(problem).message(state, name)[row]
-    for direction in directions(np.random.default_rng(4)):
-        assert message @ direction == pytest.approx(finite_difference(problem, state, name, row, direction),
-                                                    rel=1e-6, abs=1e-6)
+    assert_message_is_the_gradient(problem_for(SCALED_FA, fa_data(), {"y": rule}), ["z", "lam"], name, row,
+                                   tol=1e-6)
 
 
 # ---------------------------------------------------------------- sweeps
@@ -203,6 +203,17 @@ def pmf_loop(y, start, order, sweeps):
     return (mu, su), (mv, sv), (a, b)
 
 
+def assert_monotone_run_matches(result, vectors, atol):
+    """The run's objective never falls and rises, and q of each MvNormal in `vectors` is the
+    hand-written loop's (mean, covariance)."""
+    assert np.all(np.diff(result.trace) >= -1e-9 * np.abs(result.trace[1:]))
+    assert result.trace[-1] > result.trace[0] + 10
+    for name, (mean, cov) in vectors.items():
+        m, c = mean_cov(result.state, name)
+        np.testing.assert_allclose(m, mean, atol=atol)
+        np.testing.assert_allclose(c, cov, atol=atol)
+
+
 def test_pmf_is_monotone_and_matches_a_hand_written_cavi_loop():
     table, y = pmf_data()
     problem = problem_for(PMF, table)
@@ -214,12 +225,7 @@ def test_pmf_is_monotone_and_matches_a_hand_written_cavi_loop():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an ElboDecreaseWarning fails the test
         result = run(problem, Options(seed=0, max_iter=30, tol=1e-300))
-    assert np.all(np.diff(result.trace) >= -1e-9 * np.abs(result.trace[1:]))
-    assert result.trace[-1] > result.trace[0] + 10
-    for name, (mean, cov) in (("u", (mu, su)), ("v", (mv, sv))):
-        m, c = mean_cov(result.state, name)
-        np.testing.assert_allclose(m, mean, atol=1e-9)
-        np.testing.assert_allclose(c, cov, atol=1e-9)
+    assert_monotone_run_matches(result, {"u": (mu, su), "v": (mv, sv)}, atol=1e-9)
     gamma = result.state.families["tau"].params(result.state.natural["tau"])
     assert gamma["shape"][0] == pytest.approx(a, rel=1e-12)
     assert gamma["rate"][0] == pytest.approx(b, rel=1e-9)
@@ -260,12 +266,7 @@ def test_binary_fa_under_jaakkola_is_monotone_and_matches_a_hand_written_loop():
     (mz, sz), (ml, sl), (mc, vc) = jaakkola_fa_loop(y, (mean_cov(start, "z"), mean_cov(start, "lam"), c0),
                                                     problem.order, 25)
     result = run(problem, Options(seed=0, max_iter=25, tol=1e-300))
-    assert np.all(np.diff(result.trace) >= -1e-9 * np.abs(result.trace[1:]))
-    assert result.trace[-1] > result.trace[0] + 10
-    for name, (mean, cov) in (("z", (mz, sz)), ("lam", (ml, sl))):
-        m, c = mean_cov(result.state, name)
-        np.testing.assert_allclose(m, mean, atol=1e-8)
-        np.testing.assert_allclose(c, cov, atol=1e-8)
+    assert_monotone_run_matches(result, {"z": (mz, sz), "lam": (ml, sl)}, atol=1e-8)
     np.testing.assert_allclose(family_c.mean(result.state.natural["c"]), mc, atol=1e-8)
 
 
