@@ -13,6 +13,9 @@
 # Inference: the priors are vmp; every likelihood edge (to z, lam and c) is ncvmp: the
 # logit is linear in each of them given the others (bilinear overall), and the logistic link
 # is not conjugate to a Gaussian. z is local (one per row); lam and c are global.
+# The margin dot(lam[j], z[n]) is bilinear: lam[j] and z[n] are independent in q, and their
+# means start at draws from q (the all-zero start is a saddle). Strict lower bounds:
+# --method y=bound:piecewise (or @piecewise), y=jaakkola, y=bohning.
 const K = 2
 
 data y: bool[N, J] from y1..yJ

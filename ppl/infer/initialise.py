@@ -1,6 +1,7 @@
 """Starting points: every latent variable from its prior message (dependency order), then the
 symmetry of mixtures broken by k-means++ seeding on the data a latent category selects for,
-or by random responsibilities when that data is not a point cloud."""
+or by random responsibilities when that data is not a point cloud, and the symmetry of
+bilinear terms (factor models, `dot(lam[j], z[n])`) by means drawn from q."""
 
 from __future__ import annotations
 
@@ -41,7 +42,18 @@ def initialise(problem, rng: np.random.Generator) -> State:
     for name in problem.latent:
         if problem.families[name].name == "Categorical":
             _break_symmetry(problem, state, name, rng)
+    for name in sorted({n for f in problem.factors for n in f.bilinear}):
+        _draw_mean(state, name, rng)
     return state
+
+
+def _draw_mean(state, name: str, rng) -> None:
+    """Moves the mean of q(name) to a draw from q, precision kept. In E[uᵀv] = E[u]ᵀE[v] the
+    all-zero means of u and v are a saddle point: the message to u is proportional to E[v]."""
+    family = state.families[name]
+    natural = state.natural[name]
+    precision = family.params(natural)["precision"]
+    state.set(name, family.natural(mean=family.sample(natural, rng), precision=precision))
 
 
 def _element_mask(mask: np.ndarray, elements: int) -> np.ndarray:

@@ -1,11 +1,13 @@
 """Gaussian means that are linear in each latent variable: ``offset + Σ_j coef_j · Π latents``.
 
-A term is a data coefficient times a product of Gaussian latent reads, at most one of them
-a vector; with ``dot``/``@`` the coefficient is a data vector contracted with that vector
-(``dot(x[n], w)``, ``X @ w``). Each latent variable appears in one term, so under mean field
-the terms are independent and E[m²] = E[m]² + Σ_j Var(term_j). That covers linear and
-hierarchical regression (``a[g[n]] + b * x[n]``), mixtures (``mu[z[n]]``) and Markov chains
-(``a * x[t-1]``).
+A term is a data coefficient times a product of Gaussian latent reads, at most two of them
+vectors; with ``dot``/``@`` the coefficient is a data vector contracted with that vector
+(``dot(x[n], w)``, ``X @ w``), and a ``dot`` of two MvNormal vectors is a bilinear term
+Σ_d c_d u_d v_d (``dot(lam[j], z[n])``, factor analysis). Each latent variable appears in one
+term, so under mean field the terms, and the two vectors of a bilinear term, are independent:
+E[m²] = E[m]² + Σ_j Var(term_j), with E[uᵀv] = E[u]ᵀE[v] and E[(uᵀv)²] = tr(E[uuᵀ]E[vvᵀ]).
+That covers linear and hierarchical regression (``a[g[n]] + b * x[n]``), mixtures
+(``mu[z[n]]``), Markov chains (``a * x[t-1]``) and factor models.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ class Term:
     scalars: list = field(default_factory=list)  # Access of scalar Normal latents
     vector: object = None  # Access of an MvNormal latent, or None
     contract: bool = False
+    vector2: object = None  # a second MvNormal read: the term is Π s · Σ_d coef_d vector_d vector2_d
+
+    def reads(self) -> list:
+        """Every latent read of the term."""
+        return self.scalars + [v for v in (self.vector, self.vector2) if v is not None]
 
 
 @dataclass
@@ -31,6 +38,13 @@ class LinearForm:
     offset: np.ndarray  # plate + (C,) + event
     terms: list
     event: int  # 0 for a scalar mean, D for a vector mean
+
+    def reads(self) -> list:
+        return [access for term in self.terms for access in term.reads()]
+
+    def bilinear(self) -> set:
+        """Names of the vectors in bilinear terms: an all-zero mean of both is a saddle point."""
+        return {a.name for t in self.terms if t.vector2 is not None for a in (t.vector, t.vector2)}
 
 
 class LinearBuilder:
@@ -115,17 +129,14 @@ class LinearBuilder:
         if np.any(o1) or np.any(o2) or len(t1) != 1 or len(t2) != 1 or (t1[0].vector and t2[0].vector):
             raise Unsupported(f"`{ast.text(expr)}`: a product of latent sums is not linear in each", expr.span)
         a, b = t1[0], t2[0]
-        return 0.0, [Term(a.coef * b.coef, a.scalars + b.scalars, a.vector or b.vector, a.contract or b.contract)]
+        return 0.0, [Term(a.coef * b.coef, a.scalars + b.scalars, a.vector or b.vector, a.contract or b.contract,
+                          a.vector2 or b.vector2)]
 
     def _contract(self, left, right, expr):
-        if self._latent(left) == self._latent(right):
-            raise Unsupported(f"`{ast.text(expr)}` must contract data with one latent vector", expr.span)
+        if self._latent(left) and self._latent(right):
+            return self._bilinear(left, right, expr)
         data, latent = (left, right) if self._latent(right) else (right, left)
-        name = latent.id if isinstance(latent, ast.Name) else getattr(getattr(latent, "base", None), "id", None)
-        if name in self.model.variables and self.model.variables[name].dist == "Normal":
-            raise Unsupported(f"`{ast.text(expr)}` couples the elements of `{name}`, which are independent "
-                              f"Normals in q; declare `{name} ~ MvNormal(zeros(D), ...)` for one joint "
-                              f"Gaussian q({name})", expr.span)
+        self._joint(latent, expr)
         offset, terms = self._parse(latent)
         if np.any(offset) or len(terms) != 1 or terms[0].vector is None:
             raise Unsupported(f"`{ast.text(expr)}` must contract data with one MvNormal vector", expr.span)
@@ -134,6 +145,33 @@ class LinearBuilder:
         term.coef = term.coef * coef if np.ndim(term.coef) else coef * float(term.coef.ravel()[0])
         term.contract = True
         return 0.0, [term]
+
+    def _joint(self, latent, expr):
+        """Refuses a contraction with a vector of independent Normals (elements not jointly Gaussian in q)."""
+        name = latent.id if isinstance(latent, ast.Name) else getattr(getattr(latent, "base", None), "id", None)
+        if name in self.model.variables and self.model.variables[name].dist == "Normal":
+            raise Unsupported(f"`{ast.text(expr)}` couples the elements of `{name}`, which are independent "
+                              f"Normals in q; declare `{name} ~ MvNormal(zeros(D), ...)` for one joint "
+                              f"Gaussian q({name})", expr.span)
+
+    def _bilinear(self, left, right, expr):
+        """`dot(u, v)` of two MvNormal reads (each optionally scaled): one bilinear term."""
+        sides = []
+        for side in (left, right):
+            self._joint(side, expr)
+            offset, terms = self._parse(side)
+            if np.any(offset) or len(terms) != 1 or terms[0].vector is None or terms[0].contract \
+                    or terms[0].vector2 is not None:
+                raise Unsupported(f"`{ast.text(expr)}`: a `dot` of two latent expressions needs one MvNormal "
+                                  f"vector on each side", expr.span)
+            sides.append(terms[0])
+        a, b = sides
+        if a.vector.name == b.vector.name:
+            raise Unsupported(f"`{ast.text(expr)}` reads `{a.vector.name}` on both sides; a bilinear term "
+                              f"needs two different variables (independent under mean field)", expr.span)
+        dim = self.accesses.env.size(self.model.variables[a.vector.name].event_shape[0])
+        coef = expand(a.coef) * expand(b.coef) * np.ones(dim)
+        return 0.0, [Term(coef, a.scalars + b.scalars, a.vector, True, b.vector)]
 
 
 def _is_read(expr) -> bool:
@@ -171,6 +209,18 @@ def scalar_part(state, term: Term, skip=None):
     return first, second
 
 
+def contraction(state, term: Term, rows=None):
+    """(E[x], E[x²]) of the contracted vector part of a term: x = cᵀv, or x = Σ_d c_d u_d v_d
+    for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de).
+    `rows`: only those rows of the first plate axis (a minibatch)."""
+    c = _rows(term.coef, rows)
+    mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
+    if term.vector2 is None:
+        return np.sum(c * mean, -1), quadratic_rows(c, outer)
+    mean2, outer2 = (_rows(a, rows) for a in vector_moments(state, term.vector2, _dim(state, term.vector2)))
+    return np.sum(c * mean * mean2, -1), np.einsum("...d,...e,...de,...de->...", c, c, outer, outer2)
+
+
 def term_moments(state, term: Term, rows=None):
     """Scalar mean: (E[t], E[t²]). Vector-valued: (E[t], E[t tᵀ]). `rows`: only those rows of
     the first plate axis (a minibatch)."""
@@ -178,9 +228,10 @@ def term_moments(state, term: Term, rows=None):
     coef = _rows(term.coef, rows)
     if term.vector is None:
         return coef * s1, coef ** 2 * s2
-    mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
     if term.contract:
-        return np.sum(coef * mean, -1) * s1, quadratic_rows(coef, outer) * s2
+        x1, x2 = contraction(state, term, rows)
+        return x1 * s1, x2 * s2
+    mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
     scale, scale2 = coef * s1, coef ** 2 * s2  # vector-valued term: a scalar times v
     return expand(scale) * mean, expand(expand(scale2)) * outer
 
@@ -199,8 +250,15 @@ def term_mean(state, term: Term):
         s1 = s1 * scalar_moments(state, access)[0]
     if term.vector is None:
         return term.coef * s1
-    mean = term.vector.gather(state.moments(term.vector.name)[:, :_dim(state, term.vector)])
+    mean = _first_moment(state, term.vector)
+    if term.vector2 is not None:
+        return np.sum(term.coef * mean * _first_moment(state, term.vector2), -1) * s1
     return np.sum(term.coef * mean, -1) * s1 if term.contract else expand(term.coef * s1) * mean
+
+
+def _first_moment(state, access):
+    """E[v] of an MvNormal read, plate + (C, D), gathered from the first D moments only."""
+    return access.gather(state.moments(access.name)[:, :_dim(state, access)])
 
 
 def form_mean(state, form: LinearForm):
@@ -249,10 +307,16 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
 
         (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
     """
-    term = next(t for t in form.terms if access is t.vector or any(access is s for s in t.scalars))
+    term = next(t for t in form.terms if any(access is r for r in t.reads()))
     residual = target - (form_mean(state, form) - term_mean(state, term))  # E[y] − E[b]
-    if access is term.vector:
+    if access is term.vector or access is term.vector2:
         s1, s2 = scalar_part(state, term)
+        if term.vector2 is not None:  # bilinear, a = coef ∘ (the other vector) · Π s
+            other = term.vector2 if access is term.vector else term.vector
+            o1, o2 = vector_moments(state, other, _dim(state, other))
+            c = term.coef
+            h = expand(prec * residual * s1) * c * o1
+            return pack(h, expand(expand(-0.5 * prec * s2)) * (c[..., :, None] * c[..., None, :]) * o2)
         if term.contract:  # scalar mean, a = coef · Π s (a D-vector)
             return OuterMessage(term.coef, prec * residual * s1, -0.5 * prec * s2)
         a1, a2 = term.coef * s1, term.coef ** 2 * s2  # vector mean, scalar coefficient
@@ -264,9 +328,8 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
     else:
         if not term.contract:
             raise Unsupported(f"a scalar latent times a vector latent in `{factor.name}`", factor.span)
-        v1, v2 = vector_moments(state, term.vector, _dim(state, term.vector))
-        a1 = np.sum(term.coef * v1, -1) * s1
-        a2 = quadratic_rows(term.coef, v2) * s2
+        x1, x2 = contraction(state, term)
+        a1, a2 = x1 * s1, x2 * s2
     if form.event:
         raise Unsupported(f"a scalar latent scaling the vector mean of `{factor.name}`", factor.span)
     first, second = np.broadcast_arrays(prec * a1 * residual, -0.5 * prec * a2)

@@ -48,6 +48,7 @@ class FactorRuntime(abc.ABC):
             if target.indices else ast.Name(target.name, target.span)
         self.target = self.builder.build(target_expr, selected=False)
         self.reads: dict = {}
+        self.bilinear: set = set()  # vectors of bilinear terms (initialise breaks their symmetry)
         if model.variables[target.name].kind == "latent" or target.name in dataset.masks:
             self.reads.setdefault(target.name, []).append(self.target)
         if self.selector is not None:
@@ -56,6 +57,11 @@ class FactorRuntime(abc.ABC):
     def add_read(self, access):
         self.reads.setdefault(access.name, []).append(access)
         return access
+
+    def add_linear_reads(self, form) -> list:
+        """Reads every latent of a linear form (`ppl.infer.linear`); returns the reads."""
+        self.bilinear |= form.bilinear()
+        return [self.add_read(access) for access in form.reads()]
 
     def weights(self, state) -> np.ndarray:
         """Responsibilities plate + (C,) when a latent category selects components, else ones."""

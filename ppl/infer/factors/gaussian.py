@@ -27,9 +27,7 @@ class GaussianFactor(FactorRuntime):
         self.families = families
         self.dim = families[factor.target.name].event_shape[0] if factor.dist.name == "MvNormal" else 0
         self.mean = LinearBuilder(self.builder, self.plate, model, self.dim).build(self.args["mean"])
-        for term in self.mean.terms:
-            for access in term.scalars + ([term.vector] if term.vector else []):
-                self.add_read(access)
+        self.add_linear_reads(self.mean)
         role = next(r for r in ("precision", "sd", "var", "cov") if r in self.args)
         self.precision = _Precision(self, role, self.args[role], model)
 

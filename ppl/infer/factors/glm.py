@@ -65,9 +65,7 @@ class GLMFactor(FactorRuntime):
         self.batch = _minibatch(options, factor, self.plate.shape)
         self.likelihood, eta = self._likelihood(factor, rule)
         self.margin = LinearBuilder(self.builder, self.plate, model, 0).build(eta)
-        for term in self.margin.terms:
-            for access in term.scalars + ([term.vector] if term.vector else []):
-                self.add_read(access)
+        self.add_linear_reads(self.margin)
         if factor.target.name in self.reads:
             raise Unsupported(f"`{factor.target.name}` must be observed in `{self.name}`", factor.span)
         values = self.target.gather(_observed(dataset, factor.target.name))

@@ -61,10 +61,8 @@ class SoftmaxFactor(FactorRuntime):
                                   f"Gaussian latents read per class; data offsets must not vary by class",
                                   eta.span) from None
             self.forms.append(form)
-            for term in form.terms:
-                for access in term.scalars + ([term.vector] if term.vector else []):
-                    self.add_read(access)
-                    self.owner[id(access)] = k
+            for access in self.add_linear_reads(form):
+                self.owner[id(access)] = k
         values = np.asarray(dataset.arrays[factor.target.name]).reshape(-1, 1)
         self.y = self.target.gather(values)[..., 0].astype(np.int64)  # plate + (1,), 0-based class
 
