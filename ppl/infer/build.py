@@ -25,7 +25,8 @@ MONOTONE_RULES = ("vmp", "bound:jaakkola", "bound:bohning")
 # deterministic but not ascent: their step is halved, and the run says so, if the objective falls
 DAMPED_RULES = ("ncvmp", "bound:piecewise", "laplace", "delta")
 APPROXIMATE_RULES = ("laplace", "delta")  # Wang & Blei: the objective is not a bound
-GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal")
+GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal", "OrderedLogistic")
+NO_FAMILY = ("OrderedLogistic",)  # observed only, read from the data by its factor: no q, no statistics
 DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
 
@@ -70,7 +71,7 @@ def build_problem(model, dataset, analysis) -> Problem:
     env = Environment(model, dataset)
     families, shapes = {}, {}
     for name, var in model.variables.items():
-        if var.dist is None:
+        if var.dist is None or var.dist in NO_FAMILY:
             continue
         shapes[name] = tuple(env.size(d) for d in var.plates)
         families[name] = family_for(var, env)
@@ -95,7 +96,7 @@ def build_problem(model, dataset, analysis) -> Problem:
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
                                   f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
-                                  f"and Normal likelihoods, and for a Gamma variable as the shape of a Gamma",
+                                  f"and Normal likelihoods, OrderedLogistic, and for a Gamma variable as the shape of a Gamma",
                                   factor.span)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
         elif factor.dist.name in ("Normal", "MvNormal"):
