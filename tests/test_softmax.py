@@ -20,19 +20,10 @@ import ppl
 from ppl.infer import likelihoods, softmax as rules
 
 from gaussian_optimum import factorised_elbo_optimum
+from model_texts import IRIS_SOFTMAX as SMALL
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL, DATA = ROOT / "models" / "multinomial_logistic.vim", ROOT / "models" / "multinomial_logistic.csv"
-SMALL = """
-data x: real[N, D] from (intercept, sepal_length, sepal_width)
-data y: cat(K)[N] from species
-for k in 1..K {
-  w[k] ~ MvNormal(zeros(D), eye(D))
-}
-for n in 1..N {
-  y[n] ~ Categorical(softmax(w @ x[n]))
-}
-"""
 LOGISTIC = likelihoods.LIKELIHOODS[("Bernoulli", "logistic")]
 
 

@@ -18,12 +18,13 @@ from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.lang import ast
 from ppl.infer.plates import Environment
 
-GLM_RULES = tuple(APPROXIMATIONS) + ("bound:piecewise",)
+GLM_RULES = tuple(APPROXIMATIONS) + ("bound:piecewise", "bound:stick")
 AVAILABLE_RULES = ("vmp",) + GLM_RULES
 # coordinate ascent on the ELBO or on a strict lower bound (majorise–minimise for the bounds)
 MONOTONE_RULES = ("vmp", "bound:jaakkola", "bound:bohning")
 # deterministic but not ascent: their step is halved, and the run says so, if the objective falls
-DAMPED_RULES = ("ncvmp", "bound:piecewise", "laplace", "delta")
+# (bound:stick is piecewise bounds on K − 1 sticks: a site precision that is not a curvature bound)
+DAMPED_RULES = ("ncvmp", "bound:piecewise", "bound:stick", "laplace", "delta")
 APPROXIMATE_RULES = ("laplace", "delta")  # Wang & Blei: the objective is not a bound
 GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal", "OrderedLogistic")
 NO_FAMILY = ("OrderedLogistic",)  # observed only, read from the data by its factor: no q, no statistics

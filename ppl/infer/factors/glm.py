@@ -148,15 +148,21 @@ def gaussian_site(m, g1, g2):
 
 
 def _piecewise(options, factor):
-    """The shipped piecewise bound named by `@piecewise(pieces=R, kind=linear|quadratic)`."""
+    """The rule of the shipped piecewise bound named by `@piecewise(pieces=R, kind=linear|quadratic)`."""
+    return likelihoods.piecewise(piecewise_table(options, factor, "piecewise"))
+
+
+def piecewise_table(options, factor, annotation: str):
+    """The shipped bound on llp named by `@annotation(pieces=R, kind=...)` (default quadratic, R = 10),
+    or a located E500 naming the choices."""
     from ppl.infer.piecewise import table
     kind, pieces = str(options.get("kind", PIECEWISE_KIND)), options.get("pieces", PIECEWISE_PIECES)
     try:
         if not isinstance(pieces, int):
             raise ValueError(f"pieces must be a whole number, not {pieces}")
-        return likelihoods.piecewise(table(kind, pieces))
+        return table(kind, pieces)
     except ValueError as exc:
-        raise Unsupported(f"`@piecewise` on `{factor.name}`: {exc}", factor.span) from None
+        raise Unsupported(f"`@{annotation}` on `{factor.name}`: {exc}", factor.span) from None
 
 
 def _observed(dataset, name):
