@@ -17,8 +17,9 @@ only g1_k = ∂E[log f]/∂m_k and g2_k = 2 ∂E[log f]/∂v_k: one scalar Gauss
 - `delta`: E[lse] ≈ lse(m) + ½ Σ_k p_k(1 − p_k) v_k with p = softmax(m) (the first-order delta
   method of Braun & McAuliffe with a diagonal covariance), and its exact derivatives; not a bound;
 - `bohning`: the multinomial Böhning bound lse(η) ≤ lse(ψ) + softmax(ψ)ᵀ(η − ψ) + ½(η − ψ)ᵀA(η − ψ)
-  with A = ½[I − 11ᵀ/K] over all K classes (no reference category: the model gives every class
-  its own weights), at its optimal ψ = m: term = m_y − lse(m) − ½ Σ_k A_kk v_k, g1 = onehot(y) −
+  with A = ½[I − 11ᵀ/K] over all K classes, at its optimal ψ = m. This is the thesis's reference-
+  category bound (A_ref = ½[I − 11ᵀ/K] over the K − 1 logits η_j − η_K, positive definite) in K
+  coordinates: Pᵀ A_ref P = A for P η = (η_j − η_K)_j, so the two bound lse equally for any q: term = m_y − lse(m) − ½ Σ_k A_kk v_k, g1 = onehot(y) −
   softmax(m), g2 = −A_kk = −(K − 1)/(2K). A strict lower bound on E[log f];
 - `stick`: not the softmax but the stick-breaking likelihood on the first K − 1 predictors
   (thesis §5.6, with its digest's errata): log p(k) = η_k − Σ_{j≤k} llp(η_j) for k < K and
