@@ -187,6 +187,19 @@ def gamma_toy():
     write("gamma_toy", pd.DataFrame({"y": y}))
 
 
+def ordinal_regression():
+    # N = 300 ratings 1..5 from a cumulative-logit model: x1..x3 standard normal,
+    # eta = x . (1.0, -0.7, 0.4), cutpoints (-2, -0.7, 0.7, 2), P(y <= k) = logistic(cut_k - eta);
+    # drawn as y = 1 + #{k : cut_k < eta + e} with e standard logistic.
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(300, 3))
+    eta = x @ np.array([1.0, -0.7, 0.4])
+    y = 1 + np.searchsorted(np.array([-2.0, -0.7, 0.7, 2.0]), eta + rng.logistic(size=300))
+    frame = pd.DataFrame(x, columns=["x1", "x2", "x3"])
+    frame["rating"] = y
+    write("ordinal_regression", frame)
+
+
 # ---- real ----------------------------------------------------------------------------------
 
 def gmm():
@@ -240,7 +253,8 @@ def lda():
 MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
-    multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy)}
+    multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
+    ordinal_regression)}
 
 
 def main(names: list[str]) -> None:

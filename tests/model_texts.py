@@ -1,4 +1,5 @@
-"""Small models several test files use as material (a mixture, a Markov chain, a logistic regression)."""
+"""Small models several test files use as material (a mixture, a Markov chain, a logistic regression,
+a softmax regression on three iris columns)."""
 
 MIXTURE = """
 const K = 6
@@ -35,3 +36,14 @@ data X: real[N, D] from x1..xD
 data y: bool[N]
 w ~ MvNormal(zeros(D), eye(D))
 y ~ Bernoulli(logistic(X @ w))"""
+
+IRIS_SOFTMAX = """
+data x: real[N, D] from (intercept, sepal_length, sepal_width)
+data y: cat(K)[N] from species
+for k in 1..K {
+  w[k] ~ MvNormal(zeros(D), eye(D))
+}
+for n in 1..N {
+  y[n] ~ Categorical(softmax(w @ x[n]))
+}
+"""

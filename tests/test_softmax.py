@@ -20,19 +20,10 @@ import ppl
 from ppl.infer import likelihoods, softmax as rules
 
 from gaussian_optimum import factorised_elbo_optimum
+from model_texts import IRIS_SOFTMAX as SMALL
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL, DATA = ROOT / "models" / "multinomial_logistic.vim", ROOT / "models" / "multinomial_logistic.csv"
-SMALL = """
-data x: real[N, D] from (intercept, sepal_length, sepal_width)
-data y: cat(K)[N] from species
-for k in 1..K {
-  w[k] ~ MvNormal(zeros(D), eye(D))
-}
-for n in 1..N {
-  y[n] ~ Categorical(softmax(w @ x[n]))
-}
-"""
 LOGISTIC = likelihoods.LIKELIHOODS[("Bernoulli", "logistic")]
 
 
@@ -134,6 +125,62 @@ def test_bohning_is_below_the_expectation(k):
         assert np.all(bound < rules.expected(y, m, v)[0])
 
 
+# ---- Böhning with a reference category (thesis §5.4: A = ½[I − 11ᵀ/K] over the K − 1 free logits) ------
+
+def reference_curvature(k):
+    return 0.5 * (np.eye(k - 1) - np.ones((k - 1, k - 1)) / k)
+
+
+def to_reference(k):
+    """P with η̃ = P η = (η_j − η_K)_{j<K}: the logits against class K."""
+    return np.hstack([np.eye(k - 1), -np.ones((k - 1, 1))])
+
+
+@pytest.mark.parametrize("k", [2, 3, 6])
+def test_reference_curvature_is_positive_definite_and_bounds_the_hessian(k):
+    a = reference_curvature(k)
+    assert np.linalg.eigvalsh(a).min() == pytest.approx(1 / (2 * k))  # PD: no 1-direction to lose
+    for p in np.random.default_rng(k).dirichlet(np.full(k, 0.3), 2000):
+        q = p[:-1]  # the Hessian of lse1(η̃) = log(1 + Σ e^{η̃_j}) is diag(q) − qqᵀ
+        assert np.linalg.eigvalsh(a - (np.diag(q) - np.outer(q, q))).min() > -1e-12
+
+
+@pytest.mark.parametrize("k", [2, 3, 6])
+def test_k_class_curvature_is_the_reference_form_in_k_coordinates(k):
+    """Pᵀ A_ref P = ½[I − 11ᵀ/K]: the bound on lse(η) = η_K + lse1(P η) with the reference form's A
+    is the K-class bound, for any q; the K-class A is singular only along 1, where lse is linear."""
+    np.testing.assert_allclose(to_reference(k).T @ reference_curvature(k) @ to_reference(k),
+                               0.5 * (np.eye(k) - np.ones((k, k)) / k), rtol=0, atol=1e-15)
+
+
+def reference_bohning(y, k):
+    """The reference-form Böhning bound at ψ̃ = m̃, written for factorised q over the K classes:
+    m̃ = P m, Cov(η̃) = diag(v_{<K}) + v_K 11ᵀ, term = m̃_y − lse1(m̃) − ½ tr(A_ref Cov(η̃)), with its
+    derivatives in (m, 2·v) through m̃ = P m."""
+    a, proj, onehot = reference_curvature(k), to_reference(k), np.eye(k)[y][:, :-1]
+
+    def terms(m, v):
+        free = m @ proj.T
+        lse1 = np.logaddexp(0.0, logsumexp(free, axis=-1))
+        spread = np.einsum("jj,nj->n", a, v[:, :-1]) + a.sum() * v[:, -1]
+        slope = onehot - np.exp(free - lse1[:, None])
+        g2 = -np.concatenate([np.broadcast_to(np.diag(a), v[:, :-1].shape), np.full((len(v), 1), a.sum())], 1)
+        return np.sum(onehot * free, -1) - lse1 - 0.5 * spread, slope @ proj, g2
+
+    return terms
+
+
+def test_reference_form_reduces_to_the_binary_bohning_rule():
+    """K = 2: A_ref = ¼, η̃ = η_1 − η_2, the binary rule on the margin N(m_1 − m_2, v_1 + v_2)."""
+    rng = np.random.default_rng(5)
+    m, v, y = margins(rng, 100, 2)
+    term, g1, g2 = reference_bohning(y, 2)(m, v)
+    b_term, b_g1, b_g2 = likelihoods.bohning(LOGISTIC, (y == 0).astype(float), 1.0, m[:, 0] - m[:, 1], v.sum(1))
+    np.testing.assert_allclose(term, b_term, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(g1, np.stack([b_g1, -b_g1], 1), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(g2, np.stack([b_g2, b_g2], 1), rtol=0, atol=1e-12)
+
+
 # ---- fixed points: the optimum of each rule's objective over factorised Gaussian q ---------------
 
 GH_X, GH_W = np.polynomial.hermite.hermgauss(16)
@@ -175,12 +222,15 @@ def iris():
     return table, x, y
 
 
-@pytest.mark.parametrize("rule", ["ncvmp", "delta", "bohning"])
+@pytest.mark.parametrize("rule", ["ncvmp", "delta", "bohning", "reference"])
 def test_fixed_point_is_the_optimum_of_the_objective(iris, rule):
+    """`reference`: bound:bohning's fixed point is the optimum of the reference-form bound."""
     table, x, y = iris
     rows = np.r_[0:12, 50:62, 100:112]  # 12 flowers per class, three columns: moderate margins
     data = table.iloc[rows][["intercept", "sepal_length", "sepal_width", "species"]]
-    best, means, covs = factorised_elbo_optimum(x[rows, :3], 3, reference_terms(rule, y[rows], 3))
+    objective = reference_bohning(y[rows], 3) if rule == "reference" else reference_terms(rule, y[rows], 3)
+    best, means, covs = factorised_elbo_optimum(x[rows, :3], 3, objective)
+    rule = "bohning" if rule == "reference" else rule
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ncvmp and delta may halve their step on the way
         post = ppl.compile(SMALL).infer(data, methods={"y": rule}, seed=0, tol=1e-15, max_iter=3000)

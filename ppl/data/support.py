@@ -28,8 +28,8 @@ def check_support(model, dataset) -> None:
         values = dataset.arrays[name]
         observed = dataset.masks.get(name, np.ones(values.shape, dtype=bool))
         support = factor.dist.value
-        if support == "category":
-            _check_categories(factor, values, observed, dataset)
+        if support in ("category", "ordinal"):
+            _check_categories(factor, values, observed, dataset, model)
             continue
         test = _TESTS.get(support)
         if test is None:
@@ -46,13 +46,20 @@ def check_support(model, dataset) -> None:
                             column=column, row=int(where[0]) + 1, source=dataset.source)
 
 
-def _check_categories(factor, values, observed, dataset) -> None:
-    """A category drawn from `Categorical(probs)` with a known number of probabilities."""
-    probs = factor.args["probs"]
-    count = _known_length(probs, dataset)
+def _check_categories(factor, values, observed, dataset, model) -> None:
+    """A category drawn from `Categorical(probs)` with a known number of probabilities, or from
+    `OrderedLogistic(eta, cut)` with a known number of cutpoints (one category more); an `int`
+    column holds 1-based categories, a `cat` column 0-based codes."""
+    if factor.dist.value == "ordinal":
+        count = _known_length(factor.args["cut"], dataset, model)
+        count = None if count is None else count + 1
+        if model.variables[factor.target.name].elem != "cat":
+            values = values - 1
+    else:
+        count = _known_length(factor.args["probs"], dataset, model)
     if count is None:
         return
-    bad = (values >= count) & observed
+    bad = ((values >= count) | (values < 0)) & observed
     if bad.any():
         row = int(np.argwhere(bad)[0][0])
         name = factor.target.name
@@ -60,7 +67,7 @@ def _check_categories(factor, values, observed, dataset) -> None:
                         f"1..{count}", column=name, row=row + 1, source=dataset.source)
 
 
-def _known_length(expr, dataset):
+def _known_length(expr, dataset, model):
     if isinstance(expr, ast.Call) and expr.func in ("ones", "zeros") and len(expr.args) == 1:
         arg = expr.args[0]
         if isinstance(arg, ast.Number):
@@ -69,6 +76,9 @@ def _known_length(expr, dataset):
             return dataset.sizes.get(arg.id)
     if isinstance(expr, ast.Vector):
         return len(expr.items)
+    if isinstance(expr, ast.Name) and expr.id in model.variables and model.variables[expr.id].kind == "const":
+        shape = model.variables[expr.id].shape
+        return shape[-1] if len(shape) == 1 and isinstance(shape[-1], int) else None
     return None
 
 

@@ -54,6 +54,9 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(("Categorical", "Multinomial"), ("probs",), GAUSSIAN, ("link:softmax",), "cvi", None,
             "softmax link is not conjugate to Gaussian `{var}`; its K-dimensional expectation "
             "is estimated by Monte Carlo"),
+    Pattern(("OrderedLogistic",), ("eta",), GAUSSIAN, ("identity", "scaled", "linear"), "ncvmp", None,
+            "the cumulative-logit likelihood is not conjugate to Gaussian `{var}`; 1-D expectations are exact "
+            "by quadrature"),
 )
 
 
@@ -74,7 +77,8 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str, in_bl
     gaussian = family in GAUSSIAN
     logistic = form == "link:logistic"
     # a Gaussian through a scalar link, or a conjugate one (where the expansion rules are exact)
-    scalar = gaussian and (form.startswith("link:") and form != "link:softmax" or default == "vmp")
+    ordinal = gaussian and dist == "OrderedLogistic"  # log f = two llp terms of the linear η
+    scalar = gaussian and (form.startswith("link:") and form != "link:softmax" or default == "vmp") or ordinal
     softmax = gaussian and form == "link:softmax" and dist == "Categorical"  # K scalar sites per row
     checks = {
         "vmp": (default == "vmp", "the edge is not conjugate"),
@@ -86,8 +90,8 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str, in_bl
                            "the Jaakkola bound is for Bernoulli/Binomial with a logistic link"),
         "bound:bohning": (gaussian and (logistic or form == "link:softmax"),
                           "the Böhning bound is for logistic and softmax links"),
-        "bound:piecewise": (gaussian and logistic and dist in ("Bernoulli", "Binomial"),
-                            "piecewise bounds are for Bernoulli/Binomial with a logistic link"),
+        "bound:piecewise": (gaussian and logistic and dist in ("Bernoulli", "Binomial") or ordinal,
+                            "piecewise bounds are for Bernoulli/Binomial with a logistic link and OrderedLogistic"),
         "bound:stick": (gaussian and form == "link:softmax" and dist == "Categorical",
                         "stick-breaking is for Categorical with a softmax link"),
         "laplace": (scalar, "Laplace VI needs a Gaussian neighbour reached through a scalar link"),

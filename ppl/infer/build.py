@@ -18,14 +18,16 @@ from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.lang import ast
 from ppl.infer.plates import Environment
 
-GLM_RULES = tuple(APPROXIMATIONS) + ("bound:piecewise",)
+GLM_RULES = tuple(APPROXIMATIONS) + ("bound:piecewise", "bound:stick")
 AVAILABLE_RULES = ("vmp",) + GLM_RULES
 # coordinate ascent on the ELBO or on a strict lower bound (majorise–minimise for the bounds)
 MONOTONE_RULES = ("vmp", "bound:jaakkola", "bound:bohning")
 # deterministic but not ascent: their step is halved, and the run says so, if the objective falls
-DAMPED_RULES = ("ncvmp", "bound:piecewise", "laplace", "delta")
+# (bound:stick is piecewise bounds on K − 1 sticks: a site precision that is not a curvature bound)
+DAMPED_RULES = ("ncvmp", "bound:piecewise", "bound:stick", "laplace", "delta")
 APPROXIMATE_RULES = ("laplace", "delta")  # Wang & Blei: the objective is not a bound
-GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal")
+GLM_DISTRIBUTIONS = ("Bernoulli", "Binomial", "Poisson", "Normal", "OrderedLogistic")
+NO_FAMILY = ("OrderedLogistic",)  # observed only, read from the data by its factor: no q, no statistics
 OBSERVED_ONLY = ("Bernoulli", "Binomial", "Poisson", "Exponential", "Multinomial")
 
 
@@ -77,7 +79,7 @@ def build_problem(model, dataset, analysis) -> Problem:
     env = Environment(model, dataset)
     families, shapes = {}, {}
     for name, var in model.variables.items():
-        if var.dist is None:
+        if var.dist is None or var.dist in NO_FAMILY:
             continue
         shapes[name] = tuple(env.size(d) for d in var.plates)
         families[name] = family_for(var, env)
@@ -102,7 +104,7 @@ def build_problem(model, dataset, analysis) -> Problem:
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
                                   f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
-                                  f"and Normal likelihoods, and for a Gamma variable as the shape of a Gamma",
+                                  f"and Normal likelihoods, OrderedLogistic, and for a Gamma variable as the shape of a Gamma",
                                   factor.span)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
         elif factor.dist.name in ("Normal", "MvNormal"):

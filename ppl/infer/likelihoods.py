@@ -37,7 +37,9 @@ WIDE = 2.0  # margins with a larger variance use the split Gauss–Legendre rule
 
 @dataclass(frozen=True)
 class Likelihood:
-    """log f(y, n, η) and its first three derivatives in η, vectorised (n: trials, or 1)."""
+    """log f(y, n, η) and its first three derivatives in η, vectorised. (y, n) is one
+    observation's data: the outcome and its trials (or 1); for the ordinal likelihood the
+    cutpoints either side of the observed category (see `ordered_logistic`)."""
 
     name: str
     log_f: Callable
@@ -47,6 +49,9 @@ class Likelihood:
     closed_form: Callable | None = None  # (y, n, m, v) -> (E log f, g1, g2)
     constant: Callable = lambda y, n: 0.0  # the part of log f free of η (a binomial coefficient)
     fused: Callable | None = None  # (y, n, η) -> (log f, d1, d2) sharing one evaluation of the link
+    # log f = c + s η − Σ_j w_j llp(σ_j η + δ_j), with σ_j = ±1: (y, n) -> (s, c, [(w_j, σ_j, δ_j)]);
+    # what the piecewise bound needs (None: log f has no such form)
+    llp_form: Callable | None = None
 
     def values(self, y, n, eta):
         """(log f, d1, d2) at η, in one pass over the link where the likelihood can share it."""
@@ -66,7 +71,44 @@ def _bernoulli_logistic(constant=lambda y, n: 0.0, name="Bernoulli–logistic"):
         lambda y, n, eta: y - n * expit(eta),
         lambda y, n, eta: -n * expit(eta) * expit(-eta),
         lambda y, n, eta: -n * expit(eta) * expit(-eta) * np.tanh(-eta / 2),
-        constant=constant, fused=fused)
+        constant=constant, fused=fused,
+        llp_form=lambda y, n: (y, constant(y, n), [(n, 1.0, 0.0)]))
+
+
+def _curvature(u):
+    """σ'(u) = σ(u) σ(−u), and σ''(u) = σ'(u)(1 − 2σ(u)); 0 at u = ±∞."""
+    slope = expit(u) * expit(-u)
+    return slope, slope * (expit(-u) - expit(u))
+
+
+def ordered_logistic():
+    """The cumulative-logit likelihood P(y ≤ k) = σ(φ_k − η), for the category k between the
+    cutpoints lo = φ_{k−1} and hi = φ_k (φ_0 = −∞, φ_K = +∞), passed as (y, n) = (lo, hi):
+
+        log P(y = k) = log[σ(hi − η) − σ(lo − η)] = −llp(η − hi) − llp(lo − η) + log(1 − e^{lo − hi}),
+
+    the thesis's eq. 6.4 as corrected in its digest (η − llp(η − φ_k) − llp(η − φ_{k−1}) +
+    log(e^{−φ_{k−1}} − e^{−φ_k}), rearranged with llp(−x) = llp(x) − x). An infinite cutpoint
+    drops its llp term, so the end categories keep one. Log-concave: d2 < 0."""
+    def log_f(lo, hi, eta):
+        return log_expit(hi - eta) + log_expit(eta - lo) + np.log(-np.expm1(lo - hi))
+
+    def d1(lo, hi, eta):
+        return expit(lo - eta) - expit(eta - hi)
+
+    def d2(lo, hi, eta):
+        return -_curvature(lo - eta)[0] - _curvature(eta - hi)[0]
+
+    def d3(lo, hi, eta):
+        return _curvature(lo - eta)[1] - _curvature(eta - hi)[1]
+
+    def llp_form(lo, hi):
+        upper, lower = np.isfinite(hi), np.isfinite(lo)
+        constant = np.log(-np.expm1(lo - hi))
+        return 0.0, constant, [(upper.astype(float), 1.0, np.where(upper, -hi, 0.0)),
+                               (lower.astype(float), -1.0, np.where(lower, lo, 0.0))]
+
+    return Likelihood("OrderedLogistic", log_f, d1, d2, d3, llp_form=llp_form)
 
 
 def _probit_ratio(z):
@@ -216,13 +258,19 @@ def bohning(lik: Likelihood, y, n, m, v):
 
 
 def piecewise(tab):
-    """The piecewise bound `tab` (ppl.infer.piecewise) on log(1 + e^η) as a rule: its expectation
-    by truncated-Gaussian moments, exact, and that expectation's derivatives (Marlin et al. 2011)."""
+    """The piecewise bound `tab` (ppl.infer.piecewise) on log(1 + e^x) as a rule: each llp term of
+    the likelihood's `llp_form` replaced by the bound, whose expectation under the term's margin
+    N(σ m + δ, v) comes from truncated-Gaussian moments, exact, with its derivatives (Marlin et
+    al. 2011). One term for Bernoulli/Binomial, two for an interior ordinal category."""
     from ppl.infer.piecewise import expected_llp
 
     def rule(lik: Likelihood, y, n, m, v):
-        value, d_m, d_v = expected_llp(tab, m, v)
-        return y * m - n * value + lik.constant(y, n), y - n * d_m, -2 * n * d_v
+        slope, constant, terms = lik.llp_form(y, n)
+        value, g1, g2 = slope * m + constant, slope + 0 * m, 0 * m
+        for weight, sign, shift in terms:
+            e, d_m, d_v = expected_llp(tab, sign * m + shift, v)
+            value, g1, g2 = value - weight * e, g1 - weight * sign * d_m, g2 - 2 * weight * d_v
+        return value, g1, g2
     return rule
 
 

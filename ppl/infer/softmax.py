@@ -17,15 +17,22 @@ only g1_k = ∂E[log f]/∂m_k and g2_k = 2 ∂E[log f]/∂v_k: one scalar Gauss
 - `delta`: E[lse] ≈ lse(m) + ½ Σ_k p_k(1 − p_k) v_k with p = softmax(m) (the first-order delta
   method of Braun & McAuliffe with a diagonal covariance), and its exact derivatives; not a bound;
 - `bohning`: the multinomial Böhning bound lse(η) ≤ lse(ψ) + softmax(ψ)ᵀ(η − ψ) + ½(η − ψ)ᵀA(η − ψ)
-  with A = ½[I − 11ᵀ/K] over all K classes (no reference category: the model gives every class
-  its own weights), at its optimal ψ = m: term = m_y − lse(m) − ½ Σ_k A_kk v_k, g1 = onehot(y) −
-  softmax(m), g2 = −A_kk = −(K − 1)/(2K). A strict lower bound on E[log f].
+  with A = ½[I − 11ᵀ/K] over all K classes, at its optimal ψ = m. This is the thesis's reference-
+  category bound (A_ref = ½[I − 11ᵀ/K] over the K − 1 logits η_j − η_K, positive definite) in K
+  coordinates: Pᵀ A_ref P = A for P η = (η_j − η_K)_j, so the two bound lse equally for any q: term = m_y − lse(m) − ½ Σ_k A_kk v_k, g1 = onehot(y) −
+  softmax(m), g2 = −A_kk = −(K − 1)/(2K). A strict lower bound on E[log f];
+- `stick`: not the softmax but the stick-breaking likelihood on the first K − 1 predictors
+  (thesis §5.6, with its digest's errata): log p(k) = η_k − Σ_{j≤k} llp(η_j) for k < K and
+  log p(K) = −Σ_{j<K} llp(η_j). Stick j is a Bernoulli-logistic factor on η_j with outcome
+  [y = j] and trials [j ≤ y], bounded by the shipped piecewise bound: a strict lower bound.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.special import logsumexp, softmax
+
+from ppl.infer import likelihoods
 
 NODE_BUDGET = 8000  # nodes of the product Gauss–Hermite rule before pruning
 MAX_NODES, MIN_NODES = 48, 10  # per axis; fewer than MIN_NODES switches to common random numbers
@@ -138,6 +145,26 @@ def bohning(y, m, v):
     a = bohning_curvature(k)
     term = _pick(m, y) - logsumexp(m, axis=-1) - 0.5 * a * np.sum(v, -1)
     return term, onehot(y, k) - softmax(m, axis=-1), np.full(np.shape(m), -a)
+
+
+def stick_data(y, sticks: int):
+    """(outcome, trials) of each stick j = 0..K−2 for 0-based classes y: ([y = j], [j ≤ y])."""
+    y = np.asarray(y)[..., None]
+    return (y == np.arange(sticks)).astype(float), (np.arange(sticks) <= y).astype(float)
+
+
+def stick(tab):
+    """The stick-breaking likelihood under the piecewise bound `tab`, as a rule on the margins of
+    the first K − 1 predictors (m, v: lead + (K − 1,)): every stick is the binary piecewise rule
+    with its outcome and trials; the sticks past y (no trial) give 0."""
+    binary = likelihoods.piecewise(tab)
+    logistic = likelihoods.LIKELIHOODS[("Bernoulli", "logistic")]
+
+    def rule(y, m, v):
+        outcome, trials = stick_data(y, m.shape[-1])
+        term, g1, g2 = binary(logistic, outcome, trials, m, v)
+        return term.sum(-1), g1, g2
+    return rule
 
 
 RULES = {"ncvmp": expected, "cvi": expected, "delta": delta, "bound:bohning": bohning}

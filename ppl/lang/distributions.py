@@ -23,6 +23,8 @@ SUPPORTS = {
     "category": "a category",
     "counts": "a vector of non-negative integers",
     "dof": "degrees of freedom greater than the dimension minus one",
+    "ordered": "finite, strictly increasing cutpoints",
+    "ordinal": "an ordered category 1..K (K = the number of cutpoints plus one)",
 }
 
 
@@ -93,9 +95,11 @@ DISTRIBUTIONS: dict[str, Distribution] = {d.name: d for d in (
     Distribution("Exponential", (Param("rate", "positive"),), "positive", latent=False),
     Distribution("Multinomial", (Param("trials", "count"), Param("probs", "simplex", 1)), "counts",
                  event=("probs", 1), latent=False),
+    # cumulative logit: P(y ≤ k) = logistic(cut[k] − eta)
+    Distribution("OrderedLogistic", (Param("eta", "real"), Param("cut", "ordered", 1)), "ordinal", latent=False),
 )}
 
 
 def value_type(dist: Distribution) -> str:
     """The element type of a draw: what a latent variable of this distribution holds."""
-    return {"category": "cat", "binary": "bool", "count": "int", "counts": "int"}.get(dist.value, "real")
+    return {"category": "cat", "ordinal": "cat", "binary": "bool", "count": "int", "counts": "int"}.get(dist.value, "real")

@@ -15,7 +15,7 @@ from ppl.lang.model import Factor, Variable
 
 # Which element types of data a distribution's values may come from.
 _VALUE_ELEMS = {
-    "binary": ("bool", "int"), "count": ("int",), "counts": ("int",), "category": ("cat",),
+    "binary": ("bool", "int"), "count": ("int",), "counts": ("int",), "category": ("cat",), "ordinal": ("cat", "int"),
 }
 
 
@@ -144,6 +144,8 @@ def _check_support(dist: Distribution, role: str, t: Type, expr: ast.Expr) -> No
         bad = t.pd is False or (value is not None and not t.shape) or (matrix is not None and not _is_pd(matrix))
     elif support == "simplex" and t.values is not None:
         bad = any(v < 0 for v in t.values) or abs(sum(t.values) - 1) > 1e-9
+    elif support == "ordered" and t.values is not None:
+        bad = not all(math.isfinite(v) for v in t.values) or any(b <= a for a, b in zip(t.values, t.values[1:]))
     if bad:
         shown = ast.text(expr)
         raise ModelError("E258", f"{dist.name}'s {role} must be {SUPPORTS[support]}, got `{shown}`",

@@ -22,6 +22,9 @@ likelihood N(ỹ | η, τ̃⁻¹) — the natural gradient of E[log f] in that r
 - `bound:jaakkola`, `bound:bohning`, `bound:piecewise`: a local bound on log(1 + e^η), whose
   expectation is the factor's ELBO term, so the objective is a strict lower bound;
 - `laplace`, `delta`: Wang & Blei's second-order expansions; their term is not a bound.
+
+`y ~ OrderedLogistic(η, cut)` is one more scalar likelihood of η (`likelihoods.ordered_logistic`):
+its (y, n) are the cutpoints either side of each observed category.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.infer import likelihoods
+from ppl.diagnostics import ModelError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo
+from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
 from ppl.infer.linear import LinearBuilder, margin, read_message
 from ppl.lang import ast
 
@@ -48,7 +52,7 @@ APPROXIMATIONS = {
     "laplace": likelihoods.laplace,
     "delta": likelihoods.delta,
 }
-LOGISTIC_ONLY = ("bound:jaakkola", "bound:bohning", "bound:piecewise")
+LOGISTIC_ONLY = ("bound:jaakkola", "bound:bohning")
 PIECEWISE_KIND, PIECEWISE_PIECES = "quadratic", 10  # error at most 0.0013 nats per data point
 
 
@@ -68,16 +72,22 @@ class GLMFactor(FactorRuntime):
         self.add_linear_reads(self.margin)
         if factor.target.name in self.reads:
             raise Unsupported(f"`{factor.target.name}` must be observed in `{self.name}`", factor.span)
-        values = self.target.gather(_observed(dataset, factor.target.name))
-        self.y = values[..., 0].astype(float)
-        self.n = self.data(self.args["trials"]) if "trials" in self.args else 1.0
+        values = self.target.gather(_observed(dataset, factor.target.name))[..., 0]
+        if factor.dist.name == "OrderedLogistic":
+            self.y, self.n = self._cutpoints_around(values, model, factor)
+        else:
+            self.y = values.astype(float)
+            self.n = self.data(self.args["trials"]) if "trials" in self.args else 1.0
         self.families = families
-        if rule in LOGISTIC_ONLY and self.likelihood.name not in ("Bernoulli–logistic", "Binomial–logistic"):
+        logistic = self.likelihood.name in ("Bernoulli–logistic", "Binomial–logistic")
+        if (rule in LOGISTIC_ONLY and not logistic) or (rule == "bound:piecewise" and self.likelihood.llp_form is None):
             raise Unsupported(f"`{rule}` needs a logistic link in `{self.name}`", factor.span)
         self.approximation = _piecewise(options, factor) if rule == "bound:piecewise" else APPROXIMATIONS[rule]
 
     def _likelihood(self, factor, rule):
         """The scalar likelihood and the expression of its margin η."""
+        if factor.dist.name == "OrderedLogistic":
+            return ordered_logistic(), self.args["eta"]
         if factor.dist.name == "Normal":
             role = next(r for r in ("precision", "sd", "var") if r in self.args)
             value = np.asarray(self.data(self.args[role]), dtype=float)
@@ -90,6 +100,28 @@ class GLMFactor(FactorRuntime):
         if key not in LIKELIHOODS:
             raise Unsupported(f"no {rule} rule for {factor.dist.name} with the {call.func} link", call.span)
         return LIKELIHOODS[key], call.args[0]
+
+    def _cutpoints_around(self, values, model, factor):
+        """(φ_{k−1}, φ_k) per row for the observed category k (φ_0 = −∞, φ_K = +∞); the cutpoints
+        must be finite and strictly increasing (E258 at the argument), k within 1..K (E421)."""
+        expr = factor.args["cut"]
+        if any(isinstance(n, ast.Name) and getattr(model.variables.get(n.id), "kind", None) == "latent"
+               for n in ast.walk(self.args["cut"])):
+            raise Unsupported(f"`{self.name}`: the cutpoints `{ast.text(expr)}` must be data or constants; "
+                              "learning them is not available in this version", expr.span)
+        cut = np.asarray(self.data(self.args["cut"]), dtype=float)
+        cut = np.broadcast_to(cut, self.builder.shape() + cut.shape[-1:])
+        if not (np.all(np.isfinite(cut)) and np.all(np.diff(cut, axis=-1) > 0)):
+            raise ModelError("E258", f"OrderedLogistic's cut must be finite, strictly increasing cutpoints, "
+                             f"got `{ast.text(expr)}`", span=expr.span)
+        code = values.astype(np.int64) - (0 if model.variables[factor.target.name].elem == "cat" else 1)
+        if np.any(code < 0) or np.any(code > cut.shape[-1]):
+            raise ModelError("E421", f"`{factor.target.name}` takes categories 1..{cut.shape[-1] + 1} "
+                             f"with {cut.shape[-1]} cutpoints", span=factor.span)
+        ends = np.full(cut.shape[:-1] + (1,), np.inf)
+        edges = np.concatenate([-ends, cut, ends], -1)
+        return (np.take_along_axis(edges, code[..., None], -1)[..., 0],
+                np.take_along_axis(edges, code[..., None] + 1, -1)[..., 0])
 
     def expectations(self, state):
         """(m, v, term, g1, g2) at the current margins by the rule's approximation, computed once
@@ -189,15 +221,21 @@ def _minibatch(options, factor, plate_shape):
 
 
 def _piecewise(options, factor):
-    """The shipped piecewise bound named by `@piecewise(pieces=R, kind=linear|quadratic)`."""
+    """The rule of the shipped piecewise bound named by `@piecewise(pieces=R, kind=linear|quadratic)`."""
+    return likelihoods.piecewise(piecewise_table(options, factor, "piecewise"))
+
+
+def piecewise_table(options, factor, annotation: str):
+    """The shipped bound on llp named by `@annotation(pieces=R, kind=...)` (default quadratic, R = 10),
+    or a located E500 naming the choices."""
     from ppl.infer.piecewise import table
     kind, pieces = str(options.get("kind", PIECEWISE_KIND)), options.get("pieces", PIECEWISE_PIECES)
     try:
         if not isinstance(pieces, int):
             raise ValueError(f"pieces must be a whole number, not {pieces}")
-        return likelihoods.piecewise(table(kind, pieces))
+        return table(kind, pieces)
     except ValueError as exc:
-        raise Unsupported(f"`@piecewise` on `{factor.name}`: {exc}", factor.span) from None
+        raise Unsupported(f"`@{annotation}` on `{factor.name}`: {exc}", factor.span) from None
 
 
 def _observed(dataset, name):

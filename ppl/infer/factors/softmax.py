@@ -17,7 +17,7 @@ import numpy as np
 from ppl.infer import softmax
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.factors.glm import gaussian_site
+from ppl.infer.factors.glm import gaussian_site, piecewise_table
 from ppl.infer.linear import LinearBuilder, margin, read_message
 from ppl.lang import ast
 
@@ -38,10 +38,12 @@ class SoftmaxFactor(FactorRuntime):
             self.approximation = softmax.expected_term  # the sites come from fresh draws
         elif rule in softmax.RULES:
             self.approximation = softmax.RULES[rule]
+        elif rule == "bound:stick":
+            self.approximation = softmax.stick(piecewise_table(options, factor, "stick"))
         else:
             raise Unsupported(f"rule `{rule}` for Categorical `{factor.name}` with a softmax link is not available "
-                              f"in this version: the engine runs cvi, ncvmp, delta and bound:bohning for it",
-                              factor.span)
+                              f"in this version: the engine runs cvi, ncvmp, delta, bound:bohning and bound:stick "
+                              f"for it", factor.span)
         if self.components != 1:
             raise Unsupported(f"`{factor.name}`: a softmax likelihood selected by a latent category", factor.span)
         target = model.variables[factor.target.name]
@@ -52,7 +54,8 @@ class SoftmaxFactor(FactorRuntime):
         self.classes = env.size(target.levels)
         eta = self.args["probs"].args[0]
         self.forms, self.owner = [], {}
-        for k in range(self.classes):
+        # stick-breaking reads the first K − 1 predictors only: the last class's weights keep their prior
+        for k in range(self.classes - (rule == "bound:stick")):
             try:
                 form = LinearBuilder(self.builder, self.plate, model, 0).build(_at_class(eta, k, model, env,
                                                                                         self.classes))
@@ -65,6 +68,8 @@ class SoftmaxFactor(FactorRuntime):
                 self.owner[id(access)] = k
         values = np.asarray(dataset.arrays[factor.target.name]).reshape(-1, 1)
         self.y = self.target.gather(values)[..., 0].astype(np.int64)  # plate + (1,), 0-based class
+        # (row, class) pairs the likelihood reads: all, but for stick-breaking only the sticks up to y
+        self.present = softmax.stick_data(self.y, len(self.forms))[1] > 0 if rule == "bound:stick" else True
 
     def margins(self, state):
         """(m, v) of η: plate + (1, K)."""
@@ -88,7 +93,8 @@ class SoftmaxFactor(FactorRuntime):
         if self._sites is None:
             if self.rule == "cvi" and self.samples > 0:
                 g1, g2 = softmax.monte_carlo(self.y, m, v, state.rng, self.samples)
-            self._sites = gaussian_site(m, g1, g2)
+            target, tau = gaussian_site(m, g1, g2)
+            self._sites = target, np.where(self.present, tau, 0.0)  # no site where no stick is read
         return self._sites
 
     def _message(self, state, access):
