@@ -544,3 +544,17 @@ def test_gp_classification_fits_and_its_elbo_is_minus_kl_plus_expected_log_likel
     mean, var = mean.reshape(-1), np.diag(cov.reshape(len(x), len(x)))
     _, g1, g2 = logistic_terms(y)(mean, var)
     np.testing.assert_allclose(settled["f"].natural.reshape(-1)[:len(x)], g1 - mean * g2, rtol=0, atol=1e-5)
+
+
+def test_a_non_conjugate_normal_mean_with_a_latent_precision_is_a_located_refusal():
+    text = """
+data x: real[N]
+data y: real[N]
+tau ~ Gamma(1.0, 1.0)
+a ~ Normal(0, 1)
+for n in 1..N {
+  y[n] ~ Normal(exp(a * x[n]), tau)
+}"""
+    with pytest.raises(ppl.PplError, match="needs a known precision") as caught:
+        ppl.compile(text).infer({"x": [1.0, 2.0], "y": [0.5, 1.2]}, seed=0)
+    assert caught.value.span is not None and caught.value.span.line == 7

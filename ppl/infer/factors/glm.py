@@ -90,6 +90,10 @@ class GLMFactor(FactorRuntime):
             return ordered_logistic(), self.args["eta"]
         if factor.dist.name == "Normal":
             role = next(r for r in ("precision", "sd", "var") if r in self.args)
+            if any(isinstance(node, ast.Name) and node.id in self.model.variables
+                   and self.model.variables[node.id].kind == "latent" for node in ast.walk(self.args[role])):
+                raise Unsupported(f"`{rule}` on `{factor.name}` needs a known {role}: a latent one is not "
+                                  "available with a non-conjugate mean in this version", factor.span)
             value = np.asarray(self.data(self.args[role]), dtype=float)
             tau = {"precision": value, "sd": 1.0 / value ** 2, "var": 1.0 / value}[role]
             return gaussian(np.broadcast_to(tau, self.builder.shape()).astype(float)), self.args["mean"]
