@@ -122,6 +122,18 @@ def gp_classification():
     write("gp_classification", pd.DataFrame({"x": x, "y": y}))
 
 
+def logistic_wide():
+    # D > N: N = 40 rows, D = 400 columns (x1 = intercept, x2..x400 standard normal), as in gene
+    # expression studies; only 5 features matter: w = (0, 2, -2, 1.5, -1.5, 1, 0, ..., 0).
+    rng = np.random.default_rng(13)
+    X = np.column_stack([np.ones(40), rng.normal(size=(40, 399))])
+    w = np.zeros(400)
+    w[1:6] = [2.0, -2.0, 1.5, -1.5, 1.0]
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(1, 401)])
+    frame["y"] = rng.binomial(1, logistic(X @ w))
+    write("logistic_wide", frame)
+
+
 def poisson_regression():
     # N = 100; x1 = 1 (intercept), x2, x3 standard normal; log rate = 0.5 + 0.8 x2 - 0.4 x3.
     rng = np.random.default_rng(6)
@@ -254,7 +266,7 @@ MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
     multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
-    ordinal_regression)}
+    ordinal_regression, logistic_wide)}
 
 
 def main(names: list[str]) -> None:

@@ -28,7 +28,7 @@ EXPECTED_MODELS = {
     "gmm", "beta_bernoulli", "gamma_poisson", "eight_schools", "logistic_regression",
     "hierarchical_logistic", "gp_classification", "poisson_regression", "multinomial_logistic",
     "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
-    "ordinal_regression",
+    "ordinal_regression", "logistic_wide",
 }
 
 
@@ -123,6 +123,7 @@ EDGES = {
     "eight_schools": {("mu", "mu"): V, ("tau", "tau"): V, ("theta[j]", "theta"): V, ("theta[j]", "mu"): V,
                       ("theta[j]", "tau"): V, ("y[j]", "theta"): V},
     "logistic_regression": {("w", "w"): V, ("y", "w"): N},
+    "logistic_wide": {("w", "w"): V, ("y", "w"): N},
     "hierarchical_logistic": {("mu_a", "mu_a"): V, ("tau_a", "tau_a"): V, ("mu_b", "mu_b"): V,
                               ("tau_b", "tau_b"): V, ("a[g]", "a"): V, ("a[g]", "mu_a"): V,
                               ("a[g]", "tau_a"): V, ("b[g]", "b"): V, ("b[g]", "mu_b"): V,
@@ -169,6 +170,7 @@ SHAPES = {
     "gamma_poisson": {"y": [30], "lambda": []},
     "eight_schools": {"y": [8], "sigma": [8], "theta": [8]},
     "logistic_regression": {"X": [569, 31], "y": [569], "w": [31]},
+    "logistic_wide": {"X": [40, 400], "y": [40], "w": [400]},
     "hierarchical_logistic": {"site": [300], "x": [300], "y": [300], "a": [6], "b": [6]},
     "gp_classification": {"x": [40], "y": [40], "f": [40]},
     "poisson_regression": {"X": [100, 3], "y": [100], "w": [3]},

@@ -158,7 +158,10 @@ def _update(problem: Problem, state, name: str, damping: float) -> None:
     factored = name in problem.low_rank
     total = sum(f.message(state, name, factored) for f in problem.neighbours[name])
     if isinstance(total, GaussianSum):  # a vector read through fewer rows than its dimension
-        solved = total.solve(state.families[name]) if damping == 1.0 and name not in problem.guarded else None
+        previous = state.factored.get(name)
+        if damping < 1.0 and previous is not None:
+            total = previous.scaled(1 - damping) + total.scaled(damping)
+        solved = total.solve(state.families[name]) if damping == 1.0 or previous is not None else None
         if solved is not None:
             state.set(name, *solved)
             return

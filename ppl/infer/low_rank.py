@@ -22,11 +22,22 @@ class GaussianSum:
         self.dense_part, self.parts = dense, tuple(parts)
 
     def __add__(self, other):
-        if isinstance(other, GaussianSum):
-            return GaussianSum(self.dense_part + other.dense_part, self.parts + other.parts)
-        return GaussianSum(self.dense_part + other, self.parts)
+        if not isinstance(other, GaussianSum):
+            return GaussianSum(self.dense_part + other, self.parts)
+        parts = list(self.parts)
+        for rows, h, tau in other.parts:  # parts on the same rows merge: a damped step keeps rank N
+            same = next((i for i, p in enumerate(parts) if _same_array(p[0], rows)), None)
+            if same is None:
+                parts.append((rows, h, tau))
+            else:
+                parts[same] = (rows, parts[same][1] + h, parts[same][2] + tau)
+        return GaussianSum(self.dense_part + other.dense_part, parts)
 
     __radd__ = __add__
+
+    def scaled(self, factor: float) -> "GaussianSum":
+        """factor × the sum, still factored: the damped update (1 − β)λ + β·Σ messages."""
+        return GaussianSum(factor * self.dense_part, [(rows, factor * h, factor * tau) for rows, h, tau in self.parts])
 
     def dense(self) -> np.ndarray:
         total = self.dense_part
@@ -35,7 +46,7 @@ class GaussianSum:
         return total
 
     def solve(self, family):
-        """(natural, moments, entropy) by Woodbury when the parts have fewer rows than the
+        """(natural, moments, entropy, self) by Woodbury when the parts have fewer rows than the
         dimension and the dense part is a diagonal precision; None otherwise (solve densely)."""
         if not self.parts or np.ndim(self.dense_part) != 2:
             return None
@@ -44,4 +55,10 @@ class GaussianSum:
             return None
         h, tau = (np.concatenate([p[k] for p in self.parts]) for k in (1, 2))
         solved = family.solve_low_rank(self.dense_part, rows, h, tau)
-        return None if solved is None else (self.dense(),) + solved
+        return None if solved is None else (self.dense(),) + solved + (self,)
+
+
+def _same_array(a, b) -> bool:
+    """The same rows in memory (the data of one contraction, met again in a later sweep)."""
+    return a.shape == b.shape and a.strides == b.strides and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]

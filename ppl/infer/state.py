@@ -19,12 +19,15 @@ class State:
         self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
         self._moments: dict = {}
         self._entropy: dict = {}  # name -> H[q] given with its moments by a structured solve
+        self.factored: dict = {}  # name -> λ as a GaussianSum, when it was solved that way
         self.versions: dict = {}  # name -> count of updates, so factors can reuse what is unchanged
         self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
 
-    def set(self, name: str, natural: np.ndarray, moments=None, entropy=None) -> None:
-        """New λ for `name`; `moments` and `entropy` when the caller solved them already (Woodbury)."""
+    def set(self, name: str, natural: np.ndarray, moments=None, entropy=None, factored=None) -> None:
+        """New λ for `name`; `moments` and `entropy` when the caller solved them already, and λ
+        `factored` as the GaussianSum it was solved from (Woodbury; ppl.infer.low_rank)."""
         self.natural[name] = natural
+        self.factored[name] = factored
         self._moments.pop(name, None)
         self._entropy.pop(name, None)
         if moments is not None:
