@@ -10,7 +10,8 @@
 #
 # Data (kalman_bernoulli.csv, synthetic): T = 500 flips from x[t] = 0.95 x[t-1] + N(0, 1/10),
 # x[1] ~ N(0, 1) (numpy default_rng(8)). The exact posterior of a (forward algorithm on a grid
-# of states) is 0.956 +- 0.016; with the first 100 flips it would be 0.11 +- 0.49.
+# of states) is 0.956 +- 0.016. (An earlier data set of 100 flips from the same generator had
+# an exact posterior of 0.11 +- 0.49: it did not identify a.)
 #
 # Inference: x[1] and x[t] make x a first-order Gaussian chain, so q(x) is ONE Gaussian over
 # the chain (tridiagonal precision; `chain q` in `ppl check`), and the Gaussian factors are vmp.

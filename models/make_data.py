@@ -149,7 +149,7 @@ def poisson_mf():
 
 def kalman_bernoulli():
     # T = 500; x[1] ~ N(0, 1), x[t] = 0.95 x[t-1] + N(0, precision 10); y[t] ~ Bernoulli(logistic(x[t])).
-    # (100 flips do not identify a: their exact posterior is 0.11 ± 0.49; 500 give 0.956 ± 0.016.)
+    # (The earlier 100 flips did not identify a: exact posterior 0.11 ± 0.49; these give 0.956 ± 0.016.)
     rng = np.random.default_rng(8)
     x = np.empty(500)
     x[0] = rng.normal()
