@@ -178,7 +178,7 @@ SHAPES = {
     "lda": {"doc": [12160], "word": [12160], "theta": [100, 10], "beta": [10, 500], "z": [12160]},
     "ctm": {"doc": [12160], "mu": [10], "Lambda": [10, 10], "eta": [100, 10], "beta": [10, 500]},
     "poisson_mf": {"user": [1200], "count": [1200], "theta": [30, 3], "beta": [40, 3]},
-    "kalman_bernoulli": {"y": [100], "x": [100], "a": []},
+    "kalman_bernoulli": {"y": [500], "x": [500], "a": []},
     "binary_fa": {"y": [200, 10], "z": [200, 2], "lam": [10, 2], "c": [10]},
     "latent_class": {"x": [300, 6], "z": [300], "phi": [3, 6, 3], "pi": [3]},
     "gamma_toy": {"y": [50], "z": []},
@@ -312,13 +312,13 @@ def test_kalman_annotation_overrides_ncvmp():
     assert "requested (annotation)" in tag["reason"] and "default would be ncvmp" in tag["reason"]
     factor = next(f for f in ppl.load(MODELS / "kalman_bernoulli.vim").checked.factors if f.name == "y[t]")
     options = {k: v.value for k, v in factor.annotations[0].options}
-    assert options == {"step": 0.5, "samples": 16}
+    assert options == {"step": 0.5, "kappa": 0, "samples": 16}
     assert scope("kalman_bernoulli", "x") == "local" and scope("kalman_bernoulli", "a") == "global"
 
 
 def test_kalman_without_annotation_is_ncvmp():
     text = (MODELS / "kalman_bernoulli.vim").read_text(encoding="utf-8")
-    plain = text.replace(" @cvi(step=0.5, samples=16)", "")
+    plain = text.replace(" @cvi(step=0.5, kappa=0, samples=16)", "")
     assert plain != text
     rep = ppl.compile(plain).check_report(str(MODELS / "kalman_bernoulli.csv"))
     rules = {(r["factor"], r["variable"]): r["rule"] for r in rep["factors"]}

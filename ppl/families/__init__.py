@@ -17,6 +17,7 @@ from .gamma import Gamma
 from .multinomial import Multinomial
 from .mvnormal import MvNormal
 from .normal import Normal
+from .normal_chain import NormalChain
 from .normal_wishart import NormalWishart
 from .poisson import Poisson
 from .wishart import Wishart
@@ -33,6 +34,7 @@ __all__ = [
     "Multinomial",
     "MvNormal",
     "Normal",
+    "NormalChain",
     "NormalWishart",
     "Poisson",
     "Wishart",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ppl.diagnostics import ModelError, OptionError, nearest
 from ppl.graph import forms
+from ppl.graph.chain import find_chains
 from ppl.graph.conjugacy import applicable, match
 from ppl.graph.joint import joint_groups
 from ppl.lang import ast
@@ -45,6 +46,7 @@ class Analysis:
     scopes: dict  # latent name -> ("global" | "local", reason)
     blocks: tuple[Block, ...]
     groups: tuple = ()  # joint.Group: variables sharing one factor of q
+    chains: tuple = ()  # chain.Chain: Normal variables whose q is one Gaussian Markov chain
 
     def for_factor(self, factor: str) -> tuple[Tag, ...]:
         return tuple(t for t in self.tags if t.factor == factor)
@@ -66,6 +68,8 @@ class Analysis:
                         "reason": b.reason} for b in self.blocks],
             "groups": [{"variables": [g.mean, g.precision], "family": g.family, "reason": g.reason}
                        for g in self.groups],
+            "chains": [{"variable": c.variable, "factors": [c.first, c.transition], "reason": c.reason}
+                       for c in self.chains],
         }
 
 
@@ -95,7 +99,7 @@ def analyze(model: CheckedModel, dataset=None, methods: dict | None = None) -> A
                 tags.append(_tag(model, factor, role, body, var, requested, in_block, target))
         if requested is not None and requested[0] != "vmp" and len(tags) == before:
             _nothing_to_apply(factor, requested)
-    return Analysis(_merge_roles(tags), scopes, blocks, groups)
+    return Analysis(_merge_roles(tags), scopes, blocks, groups, find_chains(model))
 
 
 def _nothing_to_apply(factor: Factor, requested) -> None:

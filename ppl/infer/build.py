@@ -9,6 +9,7 @@ import numpy as np
 
 from ppl import families as fam
 from ppl.infer.access import Unsupported
+from ppl.infer.factors.chain import ChainTransition, chain_neighbours
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
 from ppl.infer.factors.gaussian import GaussianFactor
@@ -83,6 +84,9 @@ def build_problem(model, dataset, analysis) -> Problem:
             continue
         shapes[name] = tuple(env.size(d) for d in var.plates)
         families[name] = family_for(var, env)
+    transitions = {c.transition for c in analysis.chains}
+    for chain in analysis.chains:
+        families[chain.variable] = fam.NormalChain()
     runtimes, latent = _joint_factors(model, dataset, env, analysis, families, shapes)
     done = {f.factor.name for f in runtimes} | {
         f.name for g in analysis.groups for f in model.factors_of(g.precision)}
@@ -91,7 +95,12 @@ def build_problem(model, dataset, analysis) -> Problem:
             continue
         rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
         nonconjugate = rules & set(GLM_RULES)
-        if nonconjugate:
+        if factor.name in transitions:
+            if nonconjugate:
+                raise Unsupported(f"rule `{sorted(nonconjugate)[0]}` on the chain transition `{factor.name}`: "
+                                  "its updates are conjugate (vmp)", factor.span)
+            runtimes.append(ChainTransition(factor, model, env, dataset, families))
+        elif nonconjugate:
             # one rule per factor: the annotated one, else the analyzer's default ncvmp
             rule = next(iter(sorted(nonconjugate - {"ncvmp"})), "ncvmp")
             options = next(t.options for t in analysis.for_factor(factor.name) if t.rule == rule)
@@ -114,6 +123,7 @@ def build_problem(model, dataset, analysis) -> Problem:
                                             families[factor.target.name]))
     latent += [n for n in dataset.masks if n in families]
     neighbours = {name: [f for f in runtimes if name in f.reads] for name in latent}
+    neighbours.update({c.variable: chain_neighbours(c, runtimes) for c in analysis.chains})
     scopes = dict(analysis.scopes)
     scopes.update({group_key(g): analysis.scopes[g.mean] for g in analysis.groups})
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \

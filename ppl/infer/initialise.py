@@ -12,6 +12,7 @@ from ppl.infer.state import State
 
 _NEUTRAL = {
     "Normal": lambda f: f.natural(mean=0.0, precision=1.0),
+    "NormalChain": lambda f: np.array([0.0, -0.5, 0.0]),
     "MvNormal": lambda f: f.natural(mean=np.zeros(f.dim), precision=np.eye(f.dim)),
     "Gamma": lambda f: f.natural(shape=1.0, rate=1.0),
     "Wishart": lambda f: f.natural(dof=f.dim + 1.0, scale=np.eye(f.dim)),

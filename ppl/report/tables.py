@@ -41,6 +41,8 @@ def check_report(report: dict, title: str) -> str:
     parts.append(format_table(["variable", "kind", "shape", "scope"], rows))
     for group in report.get("groups", []):
         parts.extend(["", f"joint q: {', '.join(group['variables'])} — {group['reason']}"])
+    for chain in report.get("chains", []):
+        parts.extend(["", f"chain q: {chain['variable']} — {chain['reason']}"])
     for block in report.get("blocks", []):
         parts.extend(["", f"ssmf candidate: {', '.join(block['variables'])} — {block['reason']}"])
     return "\n".join(parts) + "\n"
