@@ -40,7 +40,7 @@ class SoftmaxFactor(FactorRuntime):
             self.approximation = softmax.RULES[rule]
         else:
             raise Unsupported(f"rule `{rule}` for Categorical `{factor.name}` with a softmax link is not available "
-                              f"in this version: the engine runs cvi, ncvmp, delta and bound:bohning for it",
+                              f"in this version: the engine runs cvi, ncvmp, laplace, delta and bound:bohning for it",
                               factor.span)
         if self.components != 1:
             raise Unsupported(f"`{factor.name}`: a softmax likelihood selected by a latent category", factor.span)
