@@ -14,11 +14,11 @@
 # Data (ctm.csv, real): a copy of lda.csv, the Reuters corpus of the `lda` package (first 100
 # documents, 500 most frequent words, 12160 tokens).
 #
-# Inference: z → eta is cvi (the softmax link is not conjugate to the Gaussian eta; the
-# K-dimensional expectation is estimated by Monte Carlo). Every other edge is vmp:
-# MvNormal–MvNormal and MvNormal–Wishart for eta's prior, Categorical–Dirichlet for beta,
-# z as a mixture selector. eta (per document) and z (per token) are local and linked, so they
-# form a local block (SSMF candidate); mu, Lambda, beta are global.
+# Inference: z → eta is laplace (Wang & Blei's Laplace VI: each document's q(eta[d]) is the
+# full-covariance Gaussian at the mode of its expected log joint; `--method z=delta` for delta VI;
+# the objective is not a bound). Every other edge is vmp: MvNormal–MvNormal and MvNormal–Wishart
+# for eta's prior, Categorical–Dirichlet for beta, z as a mixture selector (variational EM).
+# eta (per document) and z (per token) are local and linked: a local block (SSMF candidate).
 const K = 10
 const nu0 = 12.0
 const omega = 0.01

@@ -56,7 +56,7 @@ def commands(out: Path) -> dict:
         "txt": g + ["--output", str(out / "out.txt")],
         "set_unknown": g + ["--set", "NOPE=1"],
         "set_typo": g + ["--set", "kapa0=1"],
-        "not_built": [model("ctm"), data("ctm")],
+        "not_built": [model("ctm"), data("ctm"), "--method", "z=cvi"],
         "no_data": [model("gaussian"), str(out / "no_such_file.csv")],
     })
     return runs

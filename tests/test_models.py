@@ -107,7 +107,7 @@ def test_cli_json_report_matches_the_api():
 
 # ---- every edge of every model ----------------------------------------------------------------
 
-V, N, C = "vmp", "ncvmp", "cvi"
+V, N, C, L = "vmp", "ncvmp", "cvi", "laplace"
 EDGES = {
     "gaussian": {("tau", "tau"): V, ("mu", "mu"): V, ("mu", "tau"): V, ("y", "mu"): V, ("y", "tau"): V},
     "linear_regression": {("alpha", "alpha"): V, ("w", "w"): V, ("w", "alpha"): V, ("tau", "tau"): V,
@@ -134,7 +134,7 @@ EDGES = {
     "lda": {("theta[d]", "theta"): V, ("beta[k]", "beta"): V, ("z[t]", "z"): V, ("z[t]", "theta"): V,
             ("word[t]", "beta"): V, ("word[t]", "z"): V},
     "ctm": {("mu", "mu"): V, ("Lambda", "Lambda"): V, ("eta[d]", "eta"): V, ("eta[d]", "mu"): V,
-            ("eta[d]", "Lambda"): V, ("beta[k]", "beta"): V, ("z[t]", "z"): V, ("z[t]", "eta"): C,
+            ("eta[d]", "Lambda"): V, ("beta[k]", "beta"): V, ("z[t]", "z"): V, ("z[t]", "eta"): L,
             ("word[t]", "beta"): V, ("word[t]", "z"): V},
     "poisson_mf": {("theta[u, k]", "theta"): V, ("beta[i, k]", "beta"): V,
                    ("count[r]", "theta"): C, ("count[r]", "beta"): C},
@@ -271,10 +271,11 @@ def test_gp_and_poisson_links():
     assert "exp link" in tag["reason"]
 
 
-def test_softmax_edges_are_cvi():
-    for name, factor, variable in (("multinomial_logistic", "y[n]", "w"), ("ctm", "z[t]", "eta")):
+def test_softmax_edges_are_cvi_for_an_observed_class_and_laplace_for_a_latent_topic():
+    for name, factor, variable, rule in (("multinomial_logistic", "y[n]", "w", "cvi"),
+                                         ("ctm", "z[t]", "eta", "laplace")):
         tag = edge(name, factor, variable)
-        assert tag["rule"] == "cvi" and "softmax" in tag["reason"], name
+        assert tag["rule"] == rule and "softmax" in tag["reason"], name
 
 
 def test_multinomial_weights_are_global():

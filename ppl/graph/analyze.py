@@ -131,7 +131,8 @@ def _tag(model, factor: Factor, role: str, body, var: str, requested, in_block, 
         form = "selector"
     else:
         form = forms.form(body, var)
-    pattern = match(factor.dist.name, role, family, form)
+    pattern = match(factor.dist.name, role, family, form,
+                    "latent" if model.variables[target].kind == "latent" else "observed")
     expr_text = ast.text(factor.args[role])
     if pattern is not None:
         rule = pattern.rule

@@ -22,6 +22,7 @@ class Pattern:
     rule: str
     pair: str | None
     why: str  # formatted with {var}, {dist}, {role}, {expr}, {link}
+    outcome: str | None = None  # "latent": only when the factor's own variable is latent
 
 
 PATTERNS: tuple[Pattern, ...] = (
@@ -51,6 +52,9 @@ PATTERNS: tuple[Pattern, ...] = (
             "{link} link is not conjugate to Gaussian `{var}`; 1-D expectations are exact by quadrature"),
     Pattern(("Poisson",), ("rate",), GAUSSIAN, ("link:exp",), "ncvmp", None,
             "exp link is not conjugate to Gaussian `{var}`; the expectations are closed-form"),
+    Pattern(("Categorical",), ("probs",), GAUSSIAN, ("link:softmax",), "laplace", None,
+            "softmax link is not conjugate to Gaussian `{var}` and the category is latent; Laplace VI "
+            "(Wang & Blei) gives each group of `{var}` a full-covariance Gaussian", "latent"),
     Pattern(("Categorical", "Multinomial"), ("probs",), GAUSSIAN, ("link:softmax",), "cvi", None,
             "softmax link is not conjugate to Gaussian `{var}`; its K-dimensional expectation "
             "is estimated by Monte Carlo"),
@@ -60,8 +64,10 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-def match(dist: str, role: str, family: str, form: str) -> Pattern | None:
+def match(dist: str, role: str, family: str, form: str, outcome: str = "observed") -> Pattern | None:
     for p in PATTERNS:
+        if p.outcome is not None and p.outcome != outcome:
+            continue
         if p.dists is not None and dist not in p.dists:
             continue
         if p.roles is not None and role not in p.roles:
@@ -94,7 +100,8 @@ def applicable(rule: str, dist: str, family: str, form: str, default: str, in_bl
                             "piecewise bounds are for Bernoulli/Binomial with a logistic link and OrderedLogistic"),
         "bound:stick": (gaussian and form == "link:softmax" and dist == "Categorical",
                         "stick-breaking is for Categorical with a softmax link"),
-        "laplace": (scalar, "Laplace VI needs a Gaussian neighbour reached through a scalar link"),
+        "laplace": (scalar or softmax, "Laplace VI needs a Gaussian neighbour reached through a scalar link "
+                                       "or a Categorical's softmax"),
         "delta": (scalar or softmax, "delta VI needs a Gaussian neighbour reached through a scalar link "
                                      "or a Categorical's softmax"),
         "ssmf": (in_block, "SSMF is for edges inside a block of dependent local variables"),

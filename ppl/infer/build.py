@@ -16,6 +16,7 @@ from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import APPROXIMATIONS, DEFAULT_CVI_KAPPA, DEFAULT_CVI_STEP, GLMFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
+from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.lang import ast
 from ppl.infer.plates import Environment
 
@@ -108,7 +109,8 @@ def build_problem(model, dataset, analysis) -> Problem:
                 runtimes.append(GammaCVIFactor(factor, model, env, dataset, families, options))
                 continue
             if is_softmax(factor):
-                runtimes.append(SoftmaxFactor(factor, model, env, dataset, families, rule, options))
+                runtime = SoftmaxVectorFactor if reads_vector(factor, model) else SoftmaxFactor
+                runtimes.append(runtime(factor, model, env, dataset, families, rule, options))
                 continue
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
@@ -124,6 +126,9 @@ def build_problem(model, dataset, analysis) -> Problem:
     latent += [n for n in dataset.masks if n in families]
     neighbours = {name: [f for f in runtimes if name in f.reads] for name in latent}
     neighbours.update({c.variable: chain_neighbours(c, runtimes) for c in analysis.chains})
+    for f in runtimes:
+        if isinstance(f, SoftmaxVectorFactor):
+            f.attach(neighbours)
     scopes = dict(analysis.scopes)
     scopes.update({group_key(g): analysis.scopes[g.mean] for g in analysis.groups})
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
@@ -140,7 +145,7 @@ def build_problem(model, dataset, analysis) -> Problem:
     stochastic = any(f.samples > 0 or getattr(f, "batch", None) for f in cvi)
     guarded = tuple(sorted({n for f in runtimes if isinstance(f, GammaCVIFactor) for n in f.reads}))
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
-    glms = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor))]
+    glms = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor, SoftmaxVectorFactor))]
     damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads}))
     approximate = sorted({f.rule for f in glms if f.rule in APPROXIMATE_RULES})
     notes = (f"{' and '.join(approximate)}: the reported ELBO is Wang & Blei's second-order approximation "

@@ -155,8 +155,10 @@ def _smoothed_change(trace: list) -> float:
 
 
 def _update(problem: Problem, state, name: str, damping: float) -> None:
-    factored = name in problem.low_rank
-    total = sum(f.message(state, name, factored) for f in problem.neighbours[name])
+    if name in problem.low_rank:
+        total = sum(f.message(state, name, factored=True) for f in problem.neighbours[name])
+    else:
+        total = sum(f.message(state, name) for f in problem.neighbours[name])
     if isinstance(total, GaussianSum):  # a vector read through fewer rows than its dimension
         previous = state.factored.get(name)
         if damping < 1.0 and previous is not None:

@@ -42,8 +42,8 @@ class SoftmaxFactor(FactorRuntime):
             self.approximation = softmax.stick(piecewise_table(options, factor, "stick"))
         else:
             raise Unsupported(f"rule `{rule}` for Categorical `{factor.name}` with a softmax link is not available "
-                              f"in this version: the engine runs cvi, ncvmp, delta, bound:bohning and bound:stick "
-                              f"for it", factor.span)
+                              f"in this version: the engine runs cvi, ncvmp, laplace, delta, bound:bohning and "
+                              f"bound:stick for it", factor.span)
         if self.components != 1:
             raise Unsupported(f"`{factor.name}`: a softmax likelihood selected by a latent category", factor.span)
         target = model.variables[factor.target.name]
