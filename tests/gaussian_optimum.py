@@ -91,3 +91,12 @@ def factorised_elbo_optimum(x, classes, terms):
     means, _, chols = unpack(theta)
     assert np.max(np.abs(result.jac)) < 1e-5, result.message
     return -result.fun, means, np.einsum("kij,klj->kil", chols, chols)
+
+
+def assert_at_optimum(post, best, mean, cov, elbo_abs, atol, name="w"):
+    """The run `post` reached the optimum (best, mean, cov): its ELBO, and q(name)'s mean and
+    covariance, within the tolerances."""
+    m, v = post[name].family.mean_cov(post[name].natural)
+    assert abs(post.elbo - best) <= elbo_abs, (post.elbo, best)
+    np.testing.assert_allclose(m, mean, rtol=0, atol=atol)
+    np.testing.assert_allclose(v, cov, rtol=0, atol=atol)

@@ -14,7 +14,7 @@ from ppl.diagnostics import PplError
 from ppl.infer import likelihoods
 from ppl.infer.piecewise import table
 
-from gaussian_optimum import gaussian_elbo_optimum, gh_expect
+from gaussian_optimum import assert_at_optimum, gaussian_elbo_optimum, gh_expect
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 ORDINAL = likelihoods.ordered_logistic()
@@ -145,10 +145,7 @@ def test_ncvmp_fixed_point_is_the_gaussian_elbo_optimum(ratings):
 
     best, mean, cov = gaussian_elbo_optimum(x, terms)
     post = ppl.load(MODELS / "ordinal_regression.vim").infer(frame, seed=0, tol=1e-14, max_iter=2000)
-    m, v = post["w"].family.mean_cov(post["w"].natural)
-    assert post.elbo == pytest.approx(best, abs=1e-7)
-    np.testing.assert_allclose(m, mean, rtol=0, atol=1e-5)
-    np.testing.assert_allclose(v, cov, rtol=0, atol=1e-5)
+    assert_at_optimum(post, best, mean, cov, elbo_abs=1e-7, atol=1e-5)
 
 
 def test_piecewise_is_a_bound_within_its_table_error_per_llp_term(ratings):

@@ -19,7 +19,7 @@ from scipy.special import logsumexp, softmax
 import ppl
 from ppl.infer import likelihoods, softmax as rules
 
-from gaussian_optimum import factorised_elbo_optimum
+from gaussian_optimum import assert_at_optimum, factorised_elbo_optimum
 from model_texts import IRIS_SOFTMAX as SMALL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -234,10 +234,7 @@ def test_fixed_point_is_the_optimum_of_the_objective(iris, rule):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ncvmp and delta may halve their step on the way
         post = ppl.compile(SMALL).infer(data, methods={"y": rule}, seed=0, tol=1e-15, max_iter=3000)
-    m, v = post["w"].family.mean_cov(post["w"].natural)
-    assert post.elbo == pytest.approx(best, abs=1e-6)
-    np.testing.assert_allclose(m, means, rtol=0, atol=1e-4)
-    np.testing.assert_allclose(v, covs, rtol=0, atol=1e-4)
+    assert_at_optimum(post, best, means, covs, elbo_abs=1e-6, atol=1e-4)
 
 
 def test_cvi_without_samples_is_the_deterministic_rule(iris):
