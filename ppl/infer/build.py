@@ -14,6 +14,7 @@ from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
+from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.lang import ast
 from ppl.infer.plates import Environment
@@ -89,13 +90,17 @@ def build_problem(model, dataset, analysis) -> Problem:
             if rule == "cvi" and gamma_role(factor, model) is not None:
                 runtimes.append(GammaCVIFactor(factor, model, env, dataset, families, options))
                 continue
+            if rule == "cvi" and is_positive_rate(factor, model):
+                runtimes.append(PoissonRateFactor(factor, model, env, dataset, families, options))
+                continue
             if is_softmax(factor):
                 runtimes.append(SoftmaxFactor(factor, model, env, dataset, families, rule, options))
                 continue
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
                                   f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
-                                  f"and Normal likelihoods, and for a Gamma variable as the shape of a Gamma",
+                                  f"and Normal likelihoods, for a Gamma variable as the shape of a Gamma, "
+                                  f"and for Poisson(dot(a, b)) with Gamma or Dirichlet a, b",
                                   factor.span)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
         elif factor.dist.name in ("Normal", "MvNormal"):
@@ -110,14 +115,15 @@ def build_problem(model, dataset, analysis) -> Problem:
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
             [n for n in latent if scopes.get(n, ("local",))[0] != "global"]
     steps = {}
-    cvi = [f for f in runtimes if isinstance(f, (GLMFactor, GammaCVIFactor, SoftmaxFactor)) and f.rule == "cvi"]
+    positive_q = (GammaCVIFactor, PoissonRateFactor)  # CVI steps on Gamma / Dirichlet q: guarded
+    cvi = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor) + positive_q) and f.rule == "cvi"]
     for f in cvi:
         options = next(t.options for t in analysis.for_factor(f.name) if t.rule == "cvi")
         for name in f.reads:
             beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
             steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
     stochastic = any(f.samples > 0 for f in cvi)
-    guarded = tuple(sorted({n for f in runtimes if isinstance(f, GammaCVIFactor) for n in f.reads}))
+    guarded = tuple(sorted({n for f in runtimes if isinstance(f, positive_q) for n in f.reads}))
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
     glms = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor))]
     damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads}))

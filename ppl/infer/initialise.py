@@ -1,6 +1,7 @@
 """Starting points: every latent variable from its prior message (dependency order), then the
 symmetry of mixtures broken by k-means++ seeding on the data a latent category selects for,
-or by random responsibilities when that data is not a point cloud."""
+or by random responsibilities when that data is not a point cloud, and that of a factor's
+exchangeable components by the factor (`break_symmetry`)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ def initialise(problem, rng: np.random.Generator) -> State:
     for name in problem.latent:
         if problem.families[name].name == "Categorical":
             _break_symmetry(problem, state, name, rng)
+    for factor in problem.factors:
+        if hasattr(factor, "break_symmetry"):  # exchangeable latent components, e.g. factorisations
+            factor.break_symmetry(state, rng)
     return state
 
 
