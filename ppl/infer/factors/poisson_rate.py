@@ -21,9 +21,10 @@ t = log π for a Dirichlet), added by the engine to its prior's conjugate messag
   x enters a pathwise gradient, while a score-function gradient carries all of that term's
   noise. Rows with y = 0 have no log term and are skipped.
 
-The ELBO term averages log λ over `ELBO_SAMPLES` draws by inversion at uniform levels fixed for
-the run (common random numbers), so the trace is a smooth function of q and the convergence
-test compares like with like; `elbo_standard_error` gives its Monte Carlo standard error.
+The ELBO term averages log λ over `ELBO_SAMPLES` draws by inversion at uniform levels drawn once
+(common random numbers), so the trace is a smooth function of q, the convergence test and the
+restarts compare like with like, and a control variate (Jensen's bound) takes out most of the
+noise; `elbo_standard_error` gives the remaining Monte Carlo standard error.
 """
 
 from __future__ import annotations
@@ -200,8 +201,7 @@ class PoissonRateFactor(FactorRuntime):
         closed form, and φ = softmax(E[l]) the weights of Jensen's bound E[log λ] ≥ φ·E[l] + H(φ)
         (the auxiliary counts of Gopalan et al.): a control variate that removes the noise of a
         row whose rate one k dominates."""
-        if getattr(self, "_levels_key", None) != id(state.rng):
-            self._levels_key = id(state.rng)
+        if getattr(self, "_levels", None) is None:  # once per factor: restarts are compared on the same draws
             self._levels = [None if s.kind == "data" else state.rng.random(
                 (s.size, ELBO_SAMPLES) if s.kind == "Gamma" else (s.size, ELBO_SAMPLES, state.families[s.name].k))
                 for s in self.sides]
