@@ -28,6 +28,7 @@ EXPECTED_MODELS = {
     "gmm", "beta_bernoulli", "gamma_poisson", "eight_schools", "logistic_regression",
     "hierarchical_logistic", "gp_classification", "poisson_regression", "multinomial_logistic",
     "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
+    "spectral_unmixing",
 }
 
 
@@ -143,6 +144,7 @@ EDGES = {
     "latent_class": {("pi", "pi"): V, ("phi[k, j]", "phi"): V, ("z[n]", "z"): V, ("z[n]", "pi"): V,
                      ("x[n, j]", "phi"): V, ("x[n, j]", "z"): V},
     "gamma_toy": {("z", "z"): V, ("y", "z"): C},
+    "spectral_unmixing": {("pi", "pi"): V, ("count[n]", "pi"): C},
 }
 
 
@@ -178,6 +180,7 @@ SHAPES = {
     "binary_fa": {"y": [200, 10], "z": [200, 2], "lam": [10, 2], "c": [10]},
     "latent_class": {"x": [300, 6], "z": [300], "phi": [3, 6, 3], "pi": [3]},
     "gamma_toy": {"y": [50], "z": []},
+    "spectral_unmixing": {"spectrum": [60, 3], "count": [60], "pi": [3]},
 }
 
 
@@ -384,7 +387,7 @@ def generator(tmp_path, monkeypatch):
 
 SYNTHETIC = ["gaussian", "linear_regression", "beta_bernoulli", "gamma_poisson", "eight_schools",
              "hierarchical_logistic", "gp_classification", "poisson_regression", "poisson_mf",
-             "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy"]
+             "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy", "spectral_unmixing"]
 
 
 @pytest.mark.parametrize("name", SYNTHETIC + ["logistic_regression", "multinomial_logistic", "gmm", "lda"])
