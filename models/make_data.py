@@ -263,11 +263,25 @@ def lda():
     print("wrote models/ctm.csv: a copy of lda.csv")
 
 
+def spectral_unmixing():
+    # N = 60 energy bins, K = 3 known source spectra (Gaussian peaks at bins 15, 30, 45, sd 6,
+    # over a flat floor, each scaled to 300 expected counts); true fractions pi = (0.6, 0.3, 0.1);
+    # count[n] ~ Poisson(pi . spectrum[n]).
+    rng = np.random.default_rng(12)
+    bins = np.arange(1, 61)[:, None]
+    shapes = np.exp(-0.5 * ((bins - np.array([15, 30, 45])) / 6.0) ** 2) + 0.05
+    spectrum = np.round(300 * shapes / shapes.sum(axis=0), 4)
+    counts = rng.poisson(spectrum @ np.array([0.6, 0.3, 0.1]))
+    frame = pd.DataFrame(spectrum, columns=[f"s{k + 1}" for k in range(3)])
+    frame["count"] = counts
+    write("spectral_unmixing", frame)
+
+
 MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
     multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
-    ordinal_regression, logistic_wide)}
+    ordinal_regression, logistic_wide, spectral_unmixing)}
 
 
 def main(names: list[str]) -> None:

@@ -37,5 +37,5 @@ for i in 1..I {
   }
 }
 for r in 1..R {
-  count[r] ~ Poisson(dot(theta[user[r]], beta[item[r]]))
+  count[r] ~ Poisson(dot(theta[user[r]], beta[item[r]])) @cvi(step=0.5, kappa=0)
 }

@@ -29,6 +29,7 @@ EXPECTED_MODELS = {
     "hierarchical_logistic", "gp_classification", "poisson_regression", "multinomial_logistic",
     "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
     "ordinal_regression", "logistic_wide",
+    "spectral_unmixing",
 }
 
 
@@ -146,6 +147,7 @@ EDGES = {
                      ("x[n, j]", "phi"): V, ("x[n, j]", "z"): V},
     "gamma_toy": {("z", "z"): V, ("y", "z"): C},
     "ordinal_regression": {("w", "w"): V, ("rating[n]", "w"): N},
+    "spectral_unmixing": {("pi", "pi"): V, ("count[n]", "pi"): C},
 }
 
 
@@ -183,6 +185,7 @@ SHAPES = {
     "latent_class": {"x": [300, 6], "z": [300], "phi": [3, 6, 3], "pi": [3]},
     "gamma_toy": {"y": [50], "z": []},
     "ordinal_regression": {"x": [300, 3], "rating": [300], "w": [3]},
+    "spectral_unmixing": {"spectrum": [60, 3], "count": [60], "pi": [3]},
 }
 
 
@@ -390,7 +393,8 @@ def generator(tmp_path, monkeypatch):
 
 SYNTHETIC = ["gaussian", "linear_regression", "beta_bernoulli", "gamma_poisson", "eight_schools",
              "hierarchical_logistic", "gp_classification", "poisson_regression", "poisson_mf",
-             "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy", "ordinal_regression"]
+             "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy", "ordinal_regression",
+             "spectral_unmixing", "logistic_wide"]
 
 
 @pytest.mark.parametrize("name", SYNTHETIC + ["logistic_regression", "multinomial_logistic", "gmm", "lda"])

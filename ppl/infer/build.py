@@ -15,6 +15,7 @@ from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import APPROXIMATIONS, DEFAULT_CVI_KAPPA, DEFAULT_CVI_STEP, GLMFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
+from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.lang import ast
@@ -108,6 +109,9 @@ def build_problem(model, dataset, analysis) -> Problem:
             if rule == "cvi" and gamma_role(factor, model) is not None:
                 runtimes.append(GammaCVIFactor(factor, model, env, dataset, families, options))
                 continue
+            if rule == "cvi" and is_positive_rate(factor, model):
+                runtimes.append(PoissonRateFactor(factor, model, env, dataset, families, options))
+                continue
             if is_softmax(factor):
                 runtime = SoftmaxVectorFactor if reads_vector(factor, model) else SoftmaxFactor
                 runtimes.append(runtime(factor, model, env, dataset, families, rule, options))
@@ -115,7 +119,8 @@ def build_problem(model, dataset, analysis) -> Problem:
             if factor.dist.name not in GLM_DISTRIBUTIONS:
                 raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
                                   f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
-                                  f"and Normal likelihoods, OrderedLogistic, and for a Gamma variable as the shape of a Gamma",
+                                  f"and Normal likelihoods, OrderedLogistic, for a Gamma variable as the shape of a "
+                                  f"Gamma, and for Poisson(dot(a, b)) with Gamma or Dirichlet a, b",
                                   factor.span)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
         elif factor.dist.name in ("Normal", "MvNormal"):
@@ -134,7 +139,8 @@ def build_problem(model, dataset, analysis) -> Problem:
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
             [n for n in latent if scopes.get(n, ("local",))[0] != "global"]
     steps = {}
-    cvi = [f for f in runtimes if isinstance(f, (GLMFactor, GammaCVIFactor, SoftmaxFactor)) and f.rule == "cvi"]
+    positive_q = (GammaCVIFactor, PoissonRateFactor)  # CVI steps on Gamma / Dirichlet q: guarded
+    cvi = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor) + positive_q) and f.rule == "cvi"]
     for f in cvi:
         if getattr(f, "form", "meanfield") == "site":
             continue  # the factor damps its own sites; the node takes them whole
@@ -143,7 +149,7 @@ def build_problem(model, dataset, analysis) -> Problem:
             beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
             steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
     stochastic = any(f.samples > 0 or getattr(f, "batch", None) for f in cvi)
-    guarded = tuple(sorted({n for f in runtimes if isinstance(f, GammaCVIFactor) for n in f.reads}))
+    guarded = tuple(sorted({n for f in runtimes if isinstance(f, positive_q) for n in f.reads}))
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
     glms = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor, SoftmaxVectorFactor))]
     damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads}))

@@ -126,8 +126,8 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
             break
     exact = trace[-1] if not any(trace_se) else problem.elbo(state)
     if any(trace_se):
-        notes.append(f"the trace holds minibatch estimates of the ELBO (the last {trace[-1]:.6g} ± {trace_se[-1]:.2g}); "
-                     "the ELBO reported is exact, on all the data")
+        notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
+                     f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se)
 

@@ -1,7 +1,8 @@
 """Starting points: every latent variable from its prior message (dependency order), then the
 symmetry of mixtures broken by k-means++ seeding on the data a latent category selects for,
-or by random responsibilities when that data is not a point cloud, and the symmetry of
-bilinear terms (factor models, `dot(lam[j], z[n])`) by means drawn from q."""
+or by random responsibilities when that data is not a point cloud, the symmetry of bilinear
+terms (factor models, `dot(lam[j], z[n])`) by means drawn from q, and that of a factor's
+exchangeable components by the factor (`break_symmetry`)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def initialise(problem, rng: np.random.Generator) -> State:
             _break_symmetry(problem, state, name, rng)
     for name in sorted({n for f in problem.factors for n in f.bilinear}):
         _draw_mean(state, name, rng)
+    for factor in problem.factors:
+        if hasattr(factor, "break_symmetry"):  # exchangeable latent components, e.g. factorisations
+            factor.break_symmetry(state, rng)
     return state
 
 
