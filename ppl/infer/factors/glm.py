@@ -173,7 +173,7 @@ class GLMFactor(FactorRuntime):
         ρ_t·(N/B)·(τ̃ỹ, τ̃) from the current q (Khan & Lin eqs. 13–14) — then the sites, whole."""
         key = self.version_key(state)
         if getattr(self, "_sites_key", None) != key:
-            if getattr(self, "_sites", None) is None:
+            if getattr(self, "_sites_key", (None,))[0] != key[0]:  # a new run (or restart): no sites yet
                 self._sites, self._steps = np.zeros((2,) + self.y.shape), 0
             self._steps += 1
             rho = self.step[0] * self._steps ** -self.step[1]
