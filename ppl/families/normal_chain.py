@@ -25,11 +25,16 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
-from scipy import linalg
 
 from .base import ExponentialFamily, Marginal, leading
 
 _LOG_2PI = np.log(2.0 * np.pi)
+
+
+def _linalg():
+    """scipy.linalg, imported on first use: a model without a chain never pays its 40 ms."""
+    from scipy import linalg
+    return linalg
 
 
 @dataclass(frozen=True)
@@ -57,13 +62,13 @@ class NormalChain(ExponentialFamily):
         """The lower banded Cholesky factor of Λ (row 0: diagonal, row 1: sub-diagonal)."""
         band = np.zeros((2, diagonal.size))
         band[0], band[1, :-1] = diagonal, sub
-        return linalg.cholesky_banded(band, lower=True)
+        return _linalg().cholesky_banded(band, lower=True)
 
     def _solve(self, nat):
         """(mean, variance, lag-one covariance Cov(x_t, x_{t−1}) for t = 2..T, Cholesky factor)."""
         h, diagonal, sub = self._band(nat)
         chol = self._factor(diagonal, sub)
-        mean = linalg.cho_solve_banded((chol, True), h)
+        mean = _linalg().cho_solve_banded((chol, True), h)
         f = chol[0] ** 2
         g = self._factor(diagonal[::-1], sub[::-1])[0, ::-1] ** 2
         variance = 1.0 / (f + g - diagonal)
@@ -140,7 +145,7 @@ class NormalChain(ExponentialFamily):
         z = rng.standard_normal((mean.size,) + leading(n))
         upper = np.zeros_like(chol)
         upper[0, 1:], upper[1] = chol[1, :-1], chol[0]
-        draws = linalg.solve_banded((0, 1), upper, z)
+        draws = _linalg().solve_banded((0, 1), upper, z)
         return mean + (draws.T if n is not None else draws)
 
     def mean(self, nat) -> np.ndarray:
