@@ -59,7 +59,7 @@ class Access:
     def scatter(self, message: np.ndarray) -> np.ndarray:
         """message plate + (C, S) → (size, S), summed over the plate elements reading each element."""
         message = np.broadcast_to(message, self.index.shape + message.shape[self.plate_rank + 1:])
-        return _sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
+        return sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
 
     def scatter_weighted(self, message, weights: np.ndarray, factored: bool = False) -> np.ndarray:
         """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S)).
@@ -71,7 +71,7 @@ class Access:
             if self.plate_free and weights.shape[-1] == 1 and len(self.components) == 1:
                 if factored and self.size == 1:
                     return message.low_rank(weights)
-                return _sum_by_index(self.components, message.weighted_sum(weights), self.size)
+                return sum_by_index(self.components, message.weighted_sum(weights), self.size)
             message = message.dense()
         if not self.plate_free:
             w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
@@ -89,16 +89,16 @@ class Access:
             per_component = np.ascontiguousarray(w.T) @ np.ascontiguousarray(m[:, 0, :])
         else:
             per_component = np.einsum("pc,pcs->cs", w, m)
-        return _sum_by_index(self.components, per_component, self.size)
+        return sum_by_index(self.components, per_component, self.size)
 
     def scatter_rows(self, rows: np.ndarray) -> np.ndarray:
         """rows plate + (S,), one per plate element (not per component) → (size, S)."""
         index = self.index[..., 0]
         rows = np.broadcast_to(rows, index.shape + rows.shape[-1:])
-        return _sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size)
+        return sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size)
 
 
-def _sum_by_index(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+def sum_by_index(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     """out[i] = Σ values[j] over j with index[j] = i; (len(index), S) → (size, S)."""
     if size == 1:
         return values.sum(axis=0, keepdims=True)

@@ -13,7 +13,7 @@ from ppl.infer.factors.chain import ChainTransition, chain_neighbours
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
 from ppl.infer.factors.gaussian import GaussianFactor
-from ppl.infer.factors.glm import APPROXIMATIONS, DEFAULT_CVI_KAPPA, DEFAULT_CVI_STEP, GLMFactor
+from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor, cvi_step, step_size
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
@@ -54,8 +54,7 @@ class Problem:
     low_rank: tuple = ()  # single Gaussian vectors whose contraction messages may be solved by Woodbury
 
     def step(self, name: str, iteration: int) -> float:
-        beta, kappa = self.steps.get(name, (1.0, 0.0))
-        return beta * iteration ** -kappa
+        return step_size(self.steps.get(name, (1.0, 0.0)), iteration)
 
     def elbo(self, state) -> float:
         return sum(f.elbo(state) for f in self.factors) + sum(state.entropy(v) for v in self.latent)
@@ -144,10 +143,9 @@ def build_problem(model, dataset, analysis) -> Problem:
     for f in cvi:
         if getattr(f, "form", "meanfield") == "site":
             continue  # the factor damps its own sites; the node takes them whole
-        options = next(t.options for t in analysis.for_factor(f.name) if t.rule == "cvi")
+        beta, kappa = cvi_step(next(t.options for t in analysis.for_factor(f.name) if t.rule == "cvi"))
         for name in f.reads:
-            beta = min(float(options.get("step", DEFAULT_CVI_STEP)), steps.get(name, (1.0, 0))[0])
-            steps[name] = (beta, float(options.get("kappa", DEFAULT_CVI_KAPPA)))
+            steps[name] = (min(beta, steps.get(name, (1.0, 0))[0]), kappa)
     stochastic = any(f.samples > 0 or getattr(f, "batch", None) for f in cvi)
     guarded = tuple(sorted({n for f in runtimes if isinstance(f, positive_q) for n in f.reads}))
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ppl.infer.access import Unsupported
+from ppl.infer.low_rank import GaussianSum
 from ppl.lang import ast
 
 
@@ -346,18 +347,10 @@ class OuterMessage:
 
     def weighted_sum(self, weights):
         """(1, D + D²): the message summed over the plate with weights (plate + (1,))."""
-        d = self.rows.shape[-1]
-        rows = np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
-        rows = rows.reshape(-1, d)
-        h = np.broadcast_to(weights * self.h, weights.shape).reshape(-1)
-        j = np.broadcast_to(weights * self.j, weights.shape).reshape(-1)
-        first = rows.T @ h
-        second = (rows * j[:, None]).T @ rows
-        return np.concatenate([first, second.reshape(-1)])[None, :]
+        return self.low_rank(weights).dense()
 
     def low_rank(self, weights):
         """The weighted sum kept as its rows: a `GaussianSum` the node can solve by Woodbury."""
-        from ppl.infer.low_rank import GaussianSum
         d = self.rows.shape[-1]
         rows = np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
         h, j = (np.broadcast_to(weights * a, weights.shape).reshape(-1) for a in (self.h, self.j))

@@ -21,7 +21,7 @@ import numpy as np
 
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.gaussian import GaussianFactor
-from ppl.infer.linear import form_moments, scalar_moments, term_moments
+from ppl.infer.linear import form_mean, scalar_moments, term_mean
 
 
 class ChainTransition(GaussianFactor):
@@ -64,7 +64,7 @@ class ChainTransition(GaussianFactor):
             return super().message(state, name, factored)
         prec, _ = self.precision.expect(state)
         c1, c2 = self._coefficient(state)
-        b1 = form_moments(state, self.mean)[0] - term_moments(state, self.lag_term)[0]
+        b1 = form_mean(state, self.mean) - term_mean(state, self.lag_term)
         now = np.stack(np.broadcast_arrays(prec * b1, -0.5 * prec, prec * c1), axis=-1)
         before = np.stack(np.broadcast_arrays(-prec * c1 * b1, -0.5 * prec * c2, 0.0 * prec), axis=-1)
         return self.target.scatter(now) + self.lag.scatter(before)

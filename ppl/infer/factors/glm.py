@@ -65,7 +65,7 @@ class GLMFactor(FactorRuntime):
         if self.form not in FORMS:
             raise Unsupported(f"`@cvi(form={self.form})` on `{factor.name}`: the form is `meanfield` (Alg. 2) "
                               "or `site` (Alg. 1)", factor.span)
-        self.step = (float(options.get("step", DEFAULT_CVI_STEP)), float(options.get("kappa", DEFAULT_CVI_KAPPA)))
+        self.step = cvi_step(options)
         self.batch = _minibatch(options, factor, self.plate.shape)
         self.likelihood, eta = self._likelihood(factor, rule)
         self.margin = LinearBuilder(self.builder, self.plate, model, 0).build(eta)
@@ -152,10 +152,14 @@ class GLMFactor(FactorRuntime):
         tau[rows] = scale * tau_rows
         return target, tau
 
+    def _rows(self, state, rows):
+        """(y, n, m, v) on `rows` of the first plate axis (a minibatch, or `slice(None)`)."""
+        y, n = (np.broadcast_to(a, self.y.shape)[rows] for a in (self.y, self.n))
+        return (y, n) + margin(state, self.margin, rows)
+
     def _fresh_sites(self, state, rows):
         """(ỹ, τ̃) on the rows of a minibatch (first plate axis) from the current q."""
-        m, v = margin(state, self.margin, rows)
-        y, n = (np.broadcast_to(a, self.y.shape)[rows] for a in (self.y, self.n))
+        y, n, m, v = self._rows(state, rows)
         if self.rule == "cvi" and self.samples > 0:
             g1, g2 = monte_carlo(self.likelihood, y, n, m, v, state.rng, self.samples)
         else:
@@ -176,7 +180,7 @@ class GLMFactor(FactorRuntime):
             if getattr(self, "_sites_key", (None,))[0] != key[0]:  # a new run (or restart): no sites yet
                 self._sites, self._steps = np.zeros((2,) + self.y.shape), 0
             self._steps += 1
-            rho = self.step[0] * self._steps ** -self.step[1]
+            rho = step_size(self.step, self._steps)
             rows, scale = (slice(None), 1.0) if self.batch is None else self._draw_batch(state.rng)
             target, tau = self._fresh_sites(state, rows)
             self._sites *= 1 - rho
@@ -192,8 +196,7 @@ class GLMFactor(FactorRuntime):
         if self.batch is None:
             return super().elbo_estimate(state)
         rows, scale = self._draw_batch(state.rng)
-        m, v = margin(state, self.margin, rows)
-        y, n = (np.broadcast_to(a, self.y.shape)[rows] for a in (self.y, self.n))
+        y, n, m, v = self._rows(state, rows)
         term = np.sum(self.approximation(self.likelihood, y, n, m, v)[0].reshape(self.batch, -1), axis=1)
         total = self.y.shape[0]
         se = total * np.std(term, ddof=1) / np.sqrt(self.batch) * np.sqrt(1 - self.batch / total)
@@ -211,6 +214,17 @@ def gaussian_site(m, g1, g2):
     """(ỹ, τ̃) of the Gaussian site with τ̃ = −g2 (floored at MIN_PRECISION), ỹ = m + g1/τ̃."""
     tau = np.maximum(-g2, MIN_PRECISION)
     return m + g1 / tau, tau
+
+
+def cvi_step(options) -> tuple[float, float]:
+    """(β, κ) of a `@cvi` annotation's step ρ_t = β·t^−κ."""
+    return float(options.get("step", DEFAULT_CVI_STEP)), float(options.get("kappa", DEFAULT_CVI_KAPPA))
+
+
+def step_size(step: tuple, t: int) -> float:
+    """ρ_t = β·t^−κ for step = (β, κ): the engine's damping of a node, or a factor's of its sites."""
+    beta, kappa = step
+    return beta * t ** -kappa
 
 
 def _minibatch(options, factor, plate_shape):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ppl.infer.access import Access, Unsupported
+from ppl.infer.access import Access, Unsupported, sum_by_index
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.factors.gamma_cvi import DEFAULT_SAMPLES, _reads_latent
 from ppl.infer.pathwise import (dirichlet_draws, dirichlet_fisher_solve, dirichlet_jacobian, dirichlet_quantiles,
@@ -248,7 +248,5 @@ class PoissonRateFactor(FactorRuntime):
 
 
 def _sum_rows(index, values, size) -> np.ndarray:
-    """Σ of values (rows, ...) over rows reading each Dirichlet row: (size, ...)."""
-    out = np.zeros((size,) + values.shape[1:])
-    np.add.at(out, index, values)
-    return out
+    """Σ of values (rows, ...) over the rows reading each element: (size, ...)."""
+    return sum_by_index(index, values.reshape(len(index), -1), size).reshape((size,) + values.shape[1:])
