@@ -229,6 +229,8 @@ def _from_dict(table: dict, decl: ast.DataDecl, source: str):
 def _convert(raw: np.ndarray, decl: ast.DataDecl, variable, columns, source: str):
     """(values, observed mask or None, category labels or None) for one declaration."""
     elem = variable.elem
+    if elem == "weight":
+        return _weights(raw, decl, columns, source), None, None
     if raw.dtype.kind in "fiub" and elem in ("real", "int", "bool"):
         return _numeric_array(raw, decl, elem, columns, source)
     missing = _missing(raw)
@@ -258,6 +260,22 @@ def _convert(raw: np.ndarray, decl: ast.DataDecl, variable, columns, source: str
     if elem in ("int", "bool"):
         values = values.astype(np.int64)
     return values, mask, None
+
+
+def _weights(raw, decl, columns, source) -> np.ndarray:
+    """Row weights: a finite number ≥ 0 in every cell (fractional weights are importance weights;
+    integers equal the rows repeated), float64."""
+    missing = _missing(raw)
+    values = np.full(raw.shape, np.nan)
+    values[~missing] = _numbers(raw[~missing], {})
+    bad = ~(np.isfinite(values) & (values >= 0))
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        cell = "an empty cell" if missing[row, col] else f"`{raw[row, col]}`"
+        raise DataError("E430", f"weight `{decl.name}` has {cell}: a row weight is a finite number ≥ 0",
+                        column=columns[col], row=int(row) + 1, source=source,
+                        hint="a weight counts the observations a row stands for; 0 drops the row")
+    return values
 
 
 def _missing(raw: np.ndarray) -> np.ndarray:

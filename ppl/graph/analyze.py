@@ -58,7 +58,8 @@ class Analysis:
                 continue
             node = graph.nodes[name]
             scope, why = self.scopes.get(name, (None, None))
-            variables.append({"name": name, "shape": list(node["shape"]), "kind": node["state"],
+            kind = "weight" if var.elem == "weight" else node["state"]
+            variables.append({"name": name, "shape": list(node["shape"]), "kind": kind,
                               "scope": scope, "scope_reason": why})
         return {
             "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason,
@@ -70,6 +71,7 @@ class Analysis:
                        for g in self.groups],
             "chains": [{"variable": c.variable, "factors": [c.first, c.transition], "reason": c.reason}
                        for c in self.chains],
+            "weights": [{"plate": plate, "weight": name} for plate, name in model.weights.items()],
         }
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ppl.infer.build import observed_stats
 from ppl.infer.state import State
+from ppl.infer.weights import element_counts
 
 _NEUTRAL = {
     "Normal": lambda f: f.natural(mean=0.0, precision=1.0),
@@ -26,12 +27,17 @@ _NEUTRAL = {
 
 def initialise(problem, rng: np.random.Generator) -> State:
     state = State(problem.families, problem.shapes)
+    state.counts = element_counts(problem.model, problem.dataset, problem.shapes)
     dataset = problem.dataset
     for name, values in dataset.arrays.items():
         if name in problem.families:
             family = problem.families[name]
-            stats = observed_stats(family, values).reshape(-1, family.size)
             mask = dataset.masks.get(name)
+            if family.name == "Categorical":  # codes, never a one-hot N × K array
+                codes = np.asarray(values).reshape(-1)
+                state.observe_codes(name, codes, None if mask is None else mask.reshape(-1))
+                continue
+            stats = observed_stats(family, values).reshape(-1, family.size)
             state.observe(name, stats, None if mask is None else _element_mask(mask, stats.shape[0]))
     for name in problem.latent:
         family = problem.families[name]

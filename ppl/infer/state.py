@@ -2,12 +2,17 @@
 
 Observed and partially observed variables live here too: their moments are the sufficient
 statistics of the data, with missing cells taken from q (imputation by the same messages).
+An observed categorical stays integer codes (`codes`): factors read the codes (gathers and
+bincounts), and its one-hot statistics are made only for a factor that asks for them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ppl.infer.access import Unsupported
+
+ONE_HOT_LIMIT = 2 ** 27  # cells (1 GiB of float64): a larger one-hot array is refused, not allocated
 
 class State:
     """λ per latent variable as a (elements, size) array; moments E[t(x)] computed on demand."""
@@ -17,6 +22,8 @@ class State:
         self.shapes = shapes  # name -> plate shape
         self.natural: dict = {}
         self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
+        self.codes: dict = {}  # name -> codes (elements,) of an observed categorical (stats None)
+        self.counts: dict = {}  # name -> row weight per element: multiplies its entropy (ppl.infer.weights)
         self._moments: dict = {}
         self._entropy: dict = {}  # name -> H[q] given with its moments by a structured solve
         self.factored: dict = {}  # name -> λ as a GaussianSum, when it was solved that way
@@ -40,10 +47,17 @@ class State:
         self.observed[name] = (stats, mask)
         self._moments.pop(name, None)
 
+    def observe_codes(self, name: str, codes: np.ndarray, mask: np.ndarray | None) -> None:
+        """An observed categorical as its codes (elements,): no one-hot array."""
+        self.codes[name] = codes
+        self.observe(name, None, mask)
+
     def moments(self, name: str) -> np.ndarray:
         cached = self._moments.get(name)
         if cached is None:
-            if name in self.observed and self.observed[name][1] is None:
+            if name in self.codes:
+                cached = self._one_hot(name)
+            elif name in self.observed and self.observed[name][1] is None:
                 cached = self.observed[name][0]
             else:
                 cached = self.families[name].to_mean(self.natural[name])
@@ -52,6 +66,21 @@ class State:
                     cached = np.where(mask[:, None], stats, cached)
             self._moments[name] = cached
         return cached
+
+    def _one_hot(self, name: str) -> np.ndarray:
+        """E[onehot] of an observed categorical, for a factor that reads it densely: the one-hot
+        rows where observed, q's probabilities where missing."""
+        codes, (_, mask) = self.codes[name], self.observed[name]
+        k = self.families[name].size
+        if codes.size * k > ONE_HOT_LIMIT and mask is None:
+            raise Unsupported(f"a factor reads `{name}` as one-hot statistics, {codes.size} × {k} values; this "
+                              "version reads an observed category that large as codes only (Categorical with "
+                              "Dirichlet or constant probabilities)")
+        out = self.families[name].to_mean(self.natural[name]) if mask is not None else np.zeros((codes.size, k))
+        rows = np.arange(codes.size) if mask is None else np.flatnonzero(mask)
+        out[rows] = 0.0
+        out[rows, codes[rows]] = 1.0
+        return out
 
     def entropy(self, name: str) -> float:
         """H[q] summed over the latent elements (the missing cells of a partially observed array)."""
@@ -65,6 +94,8 @@ class State:
             h = family.entropy(self.natural[name])
         if name in self.observed:
             h = np.where(self.observed[name][1], 0.0, h)
+        if name in self.counts:
+            return float(np.sum(self.counts[name] * h))
         return float(np.sum(h))
 
     def copy(self) -> "State":
@@ -72,5 +103,7 @@ class State:
         other.natural = {k: v.copy() for k, v in self.natural.items()}
         other.versions = {k: -1 - v for k, v in self.versions.items()}  # never equal to a live version
         other.observed = self.observed
+        other.codes = self.codes
+        other.counts = self.counts
         other.rng = self.rng
         return other

@@ -151,6 +151,9 @@ def _check_targets(statements, scope: Scope) -> None:
         if variable is not None and variable.kind == "const":
             raise ModelError("E233", f"`{name}` is a constant and cannot be drawn or defined",
                              span=stmt.target.name_span)
+        if variable is not None and variable.elem == "weight":
+            raise ModelError("E269", f"`{name}` is a weight and cannot be drawn or defined: it says how many "
+                             "observations each row stands for", span=stmt.target.name_span)
         if isinstance(stmt, ast.Define):
             if variable is not None:
                 raise ModelError("E234", f"`{name}` is data; it cannot also be defined with `=`",

@@ -8,7 +8,7 @@ from ppl.lang import ast
 from ppl.lang.exprtypes import Scope, infer
 from ppl.lang.model import Size, Variable
 
-TYPES = ("real", "int", "bool", "cat")
+TYPES = ("real", "int", "bool", "cat", "weight")
 
 
 def check_declarations(program: ast.Program, overrides: dict) -> Scope:
@@ -88,6 +88,8 @@ def _data(item: ast.DataDecl, scope: Scope) -> None:
     if len(spec.dims) == 1 and isinstance(item.binding, (ast.ColumnGroup, ast.ColumnList)):
         raise ModelError("E248", f"`{item.name}` has one dimension but binds several columns",
                          span=item.binding.span, hint=f"declare it as `{spec.elem}[N, D]`")
+    if spec.elem == "weight":
+        _weight(item, scope)
     shape = []
     for axis, dim in enumerate(spec.dims):
         origin = "rows" if axis == 0 else "group"
@@ -95,6 +97,20 @@ def _data(item: ast.DataDecl, scope: Scope) -> None:
     levels = _size(spec.levels, "levels", item, scope) if spec.levels is not None else None
     scope.variables[item.name] = Variable(item.name, "data", spec.elem, tuple(shape), levels=levels,
                                           span=item.name_span)
+
+
+def _weight(item: ast.DataDecl, scope: Scope) -> None:
+    """`data count: weight[N]`: row t of plate N stands for count[t] identical observations. One
+    dimension (the rows it weights), and one weight per dimension."""
+    dims = item.type.dims
+    if len(dims) != 1:
+        raise ModelError("E267", f"weight `{item.name}` has {len(dims)} dimensions; a weight has exactly one, "
+                         "the plate whose rows it weights", span=item.type.span, hint="write `weight[N]`")
+    dim = dims[0]
+    other = next((v for v in scope.variables.values() if v.elem == "weight" and v.shape == (dim,)), None)
+    if other is not None:
+        raise ModelError("E268", f"rows of `{dim}` are already weighted by `{other.name}`; a plate takes at most "
+                         "one weight", span=item.name_span, hint="multiply the counts into one column")
 
 
 def _size(dim, origin: str, item: ast.DataDecl, scope: Scope):

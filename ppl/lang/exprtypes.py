@@ -77,6 +77,11 @@ def _name(expr: ast.Name, scope: Scope) -> Type:
         return INT
     if name in scope.variables:
         v: Variable = scope.variables[name]
+        if v.elem == "weight":
+            raise ModelError("E269", f"`{name}` is a weight: it says how many observations each row stands for "
+                             "and is not data of the model", span=expr.span,
+                             hint="a weight may not appear in an expression; declare a copy of the column "
+                                  "as `real` to use its values")
         fill = scope.constants.get(name) if v.kind == "const" else None
         return Type(v.elem, v.shape, v.levels, fill=fill)
     if name in scope.sizes:

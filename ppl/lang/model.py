@@ -43,7 +43,7 @@ class Variable:
 
     name: str
     kind: str  # "const" | "data" | "latent" | "deterministic"
-    elem: str  # "real" | "int" | "bool" | "cat"
+    elem: str  # "real" | "int" | "bool" | "cat" | "weight"
     shape: tuple
     event_rank: int = 0
     levels: str | int | None = None
@@ -100,6 +100,11 @@ class CheckedModel:
             if f.name == name:
                 return f
         raise KeyError(name)
+
+    @property
+    def weights(self) -> dict:
+        """Size name -> the `weight` data that counts the rows of that plate."""
+        return {v.shape[0]: v.name for v in self.variables.values() if v.elem == "weight"}
 
     def factors_of(self, variable: str) -> tuple[Factor, ...]:
         return tuple(f for f in self.factors if f.target.name == variable)

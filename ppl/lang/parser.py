@@ -62,7 +62,7 @@ def _syntax_error(exc: UnexpectedInput, source: Source) -> ModelError:
 
 _TERMINAL_NAMES = {
     "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "STRING": "a quoted column name",
-    "TYPE_NAME": "a type (real, int, bool, cat)", "RANGE": "`..`", "TILDE": "`~`", "EQUAL": "`=`",
+    "TYPE_NAME": "a type (real, int, bool, cat, weight)", "RANGE": "`..`", "TILDE": "`~`", "EQUAL": "`=`",
     "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`", "RBRACE": "`}`",
     "COMMA": "`,`", "COLON": "`:`", "SEMICOLON": "`;`", "PLUS": "`+`", "MINUS": "`-`",
     "STAR": "`*`", "SLASH": "`/`", "AT": "`@`", "CIRCUMFLEX": "`^`", "$END": "end of file",

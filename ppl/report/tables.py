@@ -39,6 +39,9 @@ def check_report(report: dict, title: str) -> str:
     rows = [[v["name"], v["kind"], "[" + ", ".join(str(d) for d in v["shape"]) + "]", v["scope"] or "-"]
             for v in report["variables"]]
     parts.append(format_table(["variable", "kind", "shape", "scope"], rows))
+    for weight in report.get("weights", []):
+        parts.extend(["", f"rows of {weight['plate']} weighted by `{weight['weight']}`: each row stands for that "
+                          "many identical observations"])
     for group in report.get("groups", []):
         parts.extend(["", f"joint q: {', '.join(group['variables'])} — {group['reason']}"])
     for chain in report.get("chains", []):

@@ -10,6 +10,7 @@ import numpy as np
 from ppl.graph.forms import inline
 from ppl.infer.access import AccessBuilder, Unsupported, selector_of
 from ppl.infer.plates import Plate
+from ppl.infer.weights import count_for, factor_counts, weighted_sum
 from ppl.lang import ast
 
 
@@ -26,6 +27,7 @@ class FactorRuntime(abc.ABC):
         self.name = factor.name
         self.model = model
         self.plate = Plate(factor, env)
+        self.row_weights = factor_counts(factor, self.plate, model, dataset)  # row weights (ppl.infer.weights)
         latent = {n: v.dist for n, v in model.variables.items() if v.kind == "latent"}
         args = {role: inline(expr, model.definitions) for role, expr in factor.args.items()}
         self.args = args
@@ -69,22 +71,42 @@ class FactorRuntime(abc.ABC):
             return np.ones(self.plate.shape + (1,))
         return self.selector.read(state)[..., 0, :]
 
+    def count(self, name: str | None = None):
+        """Row weights, plate + (1,), that multiply this factor's message to `name`: those of the
+        weighted plates `name` is not indexed by (all of them for the ELBO term, `name` None);
+        None when no weight applies."""
+        if not self.row_weights:
+            return None
+        var = self.model.variables.get(name) if name is not None else None
+        return count_for(self.row_weights, var.plates if var is not None else ())
+
+    def message_weights(self, state, name: str) -> np.ndarray:
+        """`weights` times the row weights that apply to the message to `name`."""
+        weights, count = self.weights(state), self.count(name)
+        return weights if count is None else weights * count
+
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
         """The summed message to variable `name` in its natural layout, (elements, size);
         `factored`: a contraction's message to a single vector may stay in data space
         (ppl.infer.low_rank)."""
-        weights = self.weights(state)
+        weights = self.message_weights(state, name)
+        count = self.count(name)
         total = 0.0
         for access in self.reads.get(name, ()):
             if access is self.selector:
-                total = total + access.scatter_rows(self.expected_log(state))
+                rows = self.expected_log(state)
+                total = total + access.scatter_rows(rows if count is None else rows * count)
             else:
                 total = total + access.scatter_weighted(self._message(state, access), weights, factored)
         return total
 
     def elbo(self, state) -> float:
-        """Σ over the plate of E_q[log f] (responsibility-weighted across components)."""
-        return float(np.sum(self.weights(state) * self.expected_log(state)))
+        """Σ over the plate of E_q[log f] (responsibility-weighted across components, and times
+        the row weights)."""
+        count = self.count()
+        if count is None:
+            return float(np.sum(self.weights(state) * self.expected_log(state)))
+        return weighted_sum(self.weights(state) * count, self.expected_log(state))
 
     def elbo_estimate(self, state) -> tuple[float, float]:
         """(`elbo`, its standard error): exact here; a factor that subsamples its data overrides it."""
