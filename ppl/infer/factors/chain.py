@@ -28,6 +28,11 @@ class ChainTransition(GaussianFactor):
     def __init__(self, factor, model, env, dataset, families):
         super().__init__(factor, model, env, dataset, families)
         self.chain = factor.target.name
+        weighted = [d for d in model.variables[self.chain].plates if d in model.weights]
+        if weighted:
+            raise Unsupported(f"`{self.name}`: rows of `{weighted[0]}` are weighted by `{model.weights[weighted[0]]}`, "
+                              f"but `{weighted[0]}` is the time axis of the chain `{self.chain}`: copies of a "
+                              "time step are not a chain; weight another plate", factor.span)
         self.lag_term = next(t for t in self.mean.terms if any(s.name == self.chain for s in t.scalars))
         self.lag = next(s for s in self.lag_term.scalars if s.name == self.chain)
         if self.lag_term.vector is not None or self.selector is not None:

@@ -66,6 +66,9 @@ class ConjugateFactor(FactorRuntime):
     def _expected_log(self, state):
         if not self.latent_params:
             eta = self._constant_natural()
+            if self.codes is not None:  # an observed category: η at its code, no one-hot
+                eta = np.broadcast_to(eta, self.codes.shape + eta.shape[-1:])
+                return np.take_along_axis(eta, self.codes[..., None], -1)[..., 0] - self.family.log_partition(eta)
             value = self._target(state)
             return (np.sum(value * eta, -1) - self.family.log_partition(eta) + self._log_base(state))
         return _LATENT_PARAM[self.dist][0](self, state)
@@ -99,7 +102,7 @@ class ConjugateFactor(FactorRuntime):
             return super().message(state, name, factored)
         access = probs[1]
         k = state.families[name].size
-        weights = np.broadcast_to(self.weights(state), access.index.shape)
+        weights = np.broadcast_to(self.message_weights(state, name), access.index.shape)
         flat = (access.index * k + self.codes).reshape(-1)
         counts = np.bincount(flat, weights.reshape(-1), minlength=access.size * k)
         return counts.reshape(access.size, k)

@@ -197,7 +197,11 @@ class GLMFactor(FactorRuntime):
             return super().elbo_estimate(state)
         rows, scale = self._draw_batch(state.rng)
         y, n, m, v = self._rows(state, rows)
-        term = np.sum(self.approximation(self.likelihood, y, n, m, v)[0].reshape(self.batch, -1), axis=1)
+        term = self.approximation(self.likelihood, y, n, m, v)[0]
+        count = self.count()
+        if count is not None:  # row weights (ppl.infer.weights)
+            term = term * np.broadcast_to(count, self.y.shape)[rows]
+        term = np.sum(term.reshape(self.batch, -1), axis=1)
         total = self.y.shape[0]
         se = total * np.std(term, ddof=1) / np.sqrt(self.batch) * np.sqrt(1 - self.batch / total)
         return float(scale * np.sum(term)), float(se)

@@ -175,8 +175,9 @@ class PoissonRateFactor(FactorRuntime):
         pos = self.positive
         a, elements, derivative = self._draws(state, own, pos)
         b = self._draws(state, other, pos)[0]
-        h = self.y[pos, None, None] * b / np.sum(a * b, axis=-1, keepdims=True)  # ∂(y log λ)/∂a, (pos, S, K)
-        mean_other = self._mean(state, other)
+        weight = self._row_weight(access.name)  # row weights (ppl.infer.weights), (rows,)
+        h = (weight * self.y)[pos, None, None] * b / np.sum(a * b, axis=-1, keepdims=True)  # ∂(y log λ)/∂a
+        mean_other = weight[:, None] * self._mean(state, other)
         if own.kind == "Gamma":
             index = own.index[pos]  # (pos, K)
             flat = (index[:, None, :] * self.samples + np.arange(self.samples)[None, :, None]).reshape(-1)
@@ -192,6 +193,11 @@ class PoissonRateFactor(FactorRuntime):
         c = _sum_rows(own.index, mean_other, own.size)
         gradient = -(c - np.sum(alpha * c, axis=-1, keepdims=True) / total) / total  # ∇_α(−E[π]·c)
         return message + dirichlet_fisher_solve(alpha, gradient)
+
+    def _row_weight(self, name: str | None = None) -> np.ndarray:
+        """The row weights of the message to `name` (of the ELBO term: None), one per row."""
+        count = self.count(name)
+        return np.ones(self.rows) if count is None else np.broadcast_to(count, self.builder.shape()).reshape(-1)
 
     # ---- the ELBO term
 
@@ -233,7 +239,7 @@ class PoissonRateFactor(FactorRuntime):
 
     def elbo_standard_error(self, state) -> float:
         """The Monte Carlo standard error of this factor's ELBO term (from its evaluation draws)."""
-        terms = self.y[self.positive] @ self.log_rate(state)
+        terms = (self._row_weight() * self.y)[self.positive] @ self.log_rate(state)
         return float(np.std(terms, ddof=1) / np.sqrt(len(terms)))
 
     def elbo_estimate(self, state):

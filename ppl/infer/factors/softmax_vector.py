@@ -58,7 +58,15 @@ class SoftmaxVectorFactor(FactorRuntime):
 
     def counts(self, state) -> np.ndarray:
         """n per group: E[onehot z_t] (one-hot data when observed) summed over each group's tokens."""
-        return self.eta.scatter(self.target.read(state))
+        count = self.count(self.eta.name)
+        codes = self._codes(state)
+        if codes is not None:
+            k = self.family.dim
+            rows = self.eta.index.reshape(-1) * k + codes.reshape(-1)
+            weights = None if count is None else np.broadcast_to(count, self.eta.index.shape).reshape(-1)
+            return np.bincount(rows, weights, minlength=self.eta.size * k).reshape(self.eta.size, k)
+        expected = self.target.read(state)
+        return self.eta.scatter(expected if count is None else expected * count[..., None])
 
     def _prior(self, state):
         """(m0, Λ0) per group from the sum of the cavity's messages."""
@@ -91,4 +99,16 @@ class SoftmaxVectorFactor(FactorRuntime):
         return self.eta.gather(self.expected_log_softmax(state))  # to the outcome z_t
 
     def _expected_log(self, state):
-        return np.sum(self.target.read(state) * self.eta.gather(self.expected_log_softmax(state)), -1)
+        rows = self.eta.gather(self.expected_log_softmax(state))
+        codes = self._codes(state)
+        if codes is not None:
+            return np.take_along_axis(rows, codes, -1)[..., 0]
+        return np.sum(self.target.read(state) * rows, -1)
+
+    def _codes(self, state):
+        """The observed classes, plate + (1, 1), when the outcome is observed in every row (codes,
+        not one-hot rows); None otherwise."""
+        name = self.factor.target.name
+        if name not in state.codes or state.observed[name][1] is not None:
+            return None
+        return self.target.gather(state.codes[name][:, None])

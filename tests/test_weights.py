@@ -1,0 +1,275 @@
+"""Row weights (`data count: weight[N]`): the weighted data give the expanded data's ELBO and
+posterior (natural parameters) to 1e-10, for every kind of factor runtime they reach.
+
+Each check runs the same sweeps on both problems from the same start: the weighted problem's
+initial state, with every per-row variable repeated count[t] times for the expanded problem (the
+expanded model's copies of a row share their q, and stay equal under the updates)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ppl
+from ppl.diagnostics import DataError, ModelError
+from ppl.infer import build_problem
+from ppl.infer.access import Unsupported
+from ppl.infer.engine import _update
+from ppl.infer.initialise import initialise
+
+TOL = 1e-10
+
+
+def _problem(text, data):
+    model = ppl.compile(text)
+    dataset = model.bind(data)
+    return build_problem(model.checked, dataset, model.analyze(dataset))
+
+
+def _expand(data: dict, count: np.ndarray) -> dict:
+    return {k: np.repeat(np.asarray(v), count.astype(int), axis=0) for k, v in data.items()}
+
+
+def _row_variables(problem, dim="N") -> list:
+    return [n for n in problem.latent if n in problem.model.variables and dim in problem.model.variables[n].plates]
+
+
+def check_equal_to_expanded(text, data, count, sweeps=6):
+    """Runs `sweeps` sweeps on the weighted and on the expanded data; asserts equal ELBOs after
+    every sweep and equal natural parameters at the end (per-row variables: row t against its
+    first copy)."""
+    weighted = _problem(text.replace("@WEIGHT", "data count: weight[N]"), dict(data, count=count))
+    expanded = _problem(text.replace("@WEIGHT", ""), _expand(data, count))
+    rng = np.random.default_rng(1)
+    state_w = initialise(weighted, rng)
+    state_e = initialise(expanded, np.random.default_rng(2))
+    reps = count.astype(int)
+    for name in weighted.latent:
+        natural = state_w.natural[name]
+        state_e.set(name, np.repeat(natural, reps, axis=0) if name in _row_variables(weighted) else natural.copy())
+    assert weighted.elbo(state_w) == pytest.approx(expanded.elbo(state_e), rel=TOL, abs=TOL)
+    for sweep in range(1, sweeps + 1):
+        for problem, state in ((weighted, state_w), (expanded, state_e)):
+            for name in problem.order:
+                _update(problem, state, name, problem.step(name, sweep))
+        assert weighted.elbo(state_w) == pytest.approx(expanded.elbo(state_e), rel=TOL, abs=TOL)
+    first = np.concatenate([[0], np.cumsum(reps)[:-1]])[reps > 0]
+    for name in weighted.latent:
+        mine, theirs = state_w.natural[name], state_e.natural[name]
+        if name in _row_variables(weighted):
+            mine = mine[reps > 0]
+            theirs = theirs[first]
+        np.testing.assert_allclose(mine, theirs, rtol=TOL, atol=TOL, err_msg=name)
+    return weighted, state_w
+
+
+LDA = """
+const K = 3
+@WEIGHT
+data doc: cat(D)[N]
+data word: cat(V)[N]
+for d in 1..D { theta[d] ~ Dirichlet(0.5 * ones(K)) }
+for k in 1..K { beta[k] ~ Dirichlet(0.1 * ones(V)) }
+for t in 1..N {
+  z[t] ~ Categorical(theta[doc[t]])
+  word[t] ~ Categorical(beta[z[t]])
+}
+"""
+
+
+def test_bag_of_words_lda_equals_one_row_per_token():
+    rng = np.random.default_rng(0)
+    doc, word = np.meshgrid(np.arange(1, 5), np.arange(1, 8), indexing="ij")
+    count = rng.integers(0, 4, doc.size).astype(float)
+    count[:4] = np.maximum(count[:4], 1)
+    data = {"doc": doc.reshape(-1), "word": word.reshape(-1)}
+    count[np.arange(4) * 7] += 1  # every document and word keeps a token
+    count[:7] += 1
+    check_equal_to_expanded(LDA, data, count)
+
+
+LOGISTIC = """
+@WEIGHT
+data X: real[N, D] from x1..xD
+data y: bool[N]
+w ~ MvNormal(zeros(D), eye(D))
+y ~ Bernoulli(logistic(X @ w))
+"""
+
+
+def _design(rng, rows, dim):
+    x = np.column_stack([np.ones(rows), rng.normal(size=(rows, dim - 1))])
+    return {"X": x}, x
+
+
+def test_count_weighted_logistic_regression_under_ncvmp_equals_expanded():
+    rng = np.random.default_rng(3)
+    columns, x = _design(rng, 12, 3)
+    y = (rng.random(12) < 0.5).astype(float)
+    count = rng.integers(0, 5, 12).astype(float)
+    check_equal_to_expanded(LOGISTIC, dict(columns, y=y), count)
+
+
+def test_the_logistic_rows_may_be_weighted_by_fractions():
+    """A fractional weight is an importance weight: the ELBO term of each row scales linearly
+    (doubling every weight equals stacking the data twice)."""
+    rng = np.random.default_rng(4)
+    columns, x = _design(rng, 10, 2)
+    y = (rng.random(10) < 0.5).astype(float)
+    half = rng.uniform(0.1, 2.0, 10)
+    text = LOGISTIC.replace("@WEIGHT", "data count: weight[N]")
+    double = ppl.compile(text).infer(dict(columns, y=y, count=2 * half), tol=1e-12, max_iter=200)
+    stacked = ppl.compile(text).infer({"X": np.tile(x, (2, 1)), "y": np.tile(y, 2), "count": np.tile(half, 2)},
+                                      tol=1e-12, max_iter=200)
+    assert double.elbo == pytest.approx(stacked.elbo, rel=TOL)
+    np.testing.assert_allclose(double["w"].natural, stacked["w"].natural, rtol=1e-9, atol=1e-9)
+
+
+GMM = """
+const K = 2
+@WEIGHT
+data x: real[N]
+pi ~ Dirichlet(ones(K))
+tau ~ Gamma(1, 1)
+for k in 1..K { mu[k] ~ Normal(0, 0.1) }
+for n in 1..N {
+  z[n] ~ Categorical(pi)
+  x[n] ~ Normal(mu[z[n]], tau)
+}
+"""
+
+
+def test_count_weighted_gaussian_mixture_equals_expanded():
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(-2, 1, 6), rng.normal(3, 1, 6)])
+    count = rng.integers(0, 4, 12).astype(float)
+    check_equal_to_expanded(GMM, {"x": x}, count)
+
+
+HIERARCHICAL = """
+@WEIGHT
+data g: cat(G)[N]
+data y: bool[N]
+mu ~ Normal(0, 1)
+tau ~ Gamma(1, 1)
+for j in 1..G { b[j] ~ Normal(mu, tau) }
+for n in 1..N { y[n] ~ Bernoulli(logistic(b[g[n]])) }
+"""
+
+
+def test_grouped_bernoulli_hierarchy_equals_expanded():
+    """Rows (group, outcome, count): the binomial summary of Bernoulli trials per group."""
+    g = np.repeat(np.arange(1, 5), 2)
+    y = np.tile([1.0, 0.0], 4)
+    count = np.array([3, 7, 0, 4, 5, 5, 9, 1], dtype=float)
+    check_equal_to_expanded(HIERARCHICAL, {"g": g, "y": y}, count, sweeps=10)
+
+
+POISSON = """
+@WEIGHT
+data X: real[N, D] from x1..xD
+data y: int[N]
+w ~ MvNormal(zeros(D), eye(D))
+y ~ Poisson(exp(X @ w))
+"""
+
+
+def test_count_weighted_poisson_regression_equals_expanded():
+    rng = np.random.default_rng(6)
+    columns, x = _design(rng, 10, 2)
+    y = rng.poisson(2.0, 10).astype(float)
+    count = rng.integers(0, 4, 10).astype(float)
+    check_equal_to_expanded(POISSON, dict(columns, y=y), count)
+
+
+MISSING = """
+@WEIGHT
+data y: real[N]
+mu ~ Normal(0, 0.01)
+tau ~ Gamma(1, 1)
+for n in 1..N { y[n] ~ Normal(mu, tau) }
+"""
+
+
+def test_a_partially_observed_column_equals_expanded():
+    """A missing cell is a per-row latent: one q for its copies, its entropy counted per copy."""
+    y = np.array([0.3, np.nan, 1.2, -0.4, np.nan, 2.0])
+    count = np.array([2, 3, 1, 0, 2, 4], dtype=float)
+    weighted, state = check_equal_to_expanded(MISSING, {"y": y}, count)
+    assert "y" in weighted.latent
+
+
+CATEGORY_MISSING = """
+@WEIGHT
+data c: cat(3)[N]
+pi ~ Dirichlet(ones(3))
+for n in 1..N { c[n] ~ Categorical(pi) }
+"""
+
+
+def test_a_partially_observed_category_equals_expanded():
+    c = np.array([1.0, 2.0, np.nan, 3.0, np.nan, 1.0])
+    count = np.array([2, 1, 3, 2, 1, 0], dtype=float)
+    check_equal_to_expanded(CATEGORY_MISSING, {"c": c}, count)
+
+
+def test_a_zero_weight_removes_the_row():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=8)
+    text = MISSING.replace("@WEIGHT", "data count: weight[N]")
+    count = np.array([1, 0, 2, 1, 0, 1, 3, 1], dtype=float)
+    with_zero = ppl.compile(text).infer({"y": x, "count": count}, tol=1e-12)
+    dropped = ppl.compile(text).infer({"y": x[count > 0], "count": count[count > 0]}, tol=1e-12)
+    assert with_zero.elbo == pytest.approx(dropped.elbo, rel=TOL)
+
+
+# ---- the rules of the language
+
+
+def _compile_error(text):
+    with pytest.raises(ModelError) as info:
+        ppl.compile(text)
+    return info.value
+
+
+@pytest.mark.parametrize("text, code", [
+    ("data c: weight[N, D]\ndata y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)", "E267"),
+    ("data c: weight[N]\ndata d: weight[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)", "E268"),
+    ("data c: weight[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(mu * c[n], 1) }",
+     "E269"),
+    ("data c: weight[N]\nmu ~ Normal(0, 1)\nfor n in 1..N { c[n] ~ Normal(mu, 1) }", "E269"),
+])
+def test_weight_declarations_are_checked(text, code):
+    error = _compile_error(text)
+    assert error.code == code and error.span is not None
+
+
+@pytest.mark.parametrize("cell, shown", [("-1", "`-1`"), ("", "an empty cell"), ("inf", "`inf`"), ("x", "`x`")])
+def test_a_bad_weight_cell_is_a_located_data_error(tmp_path, cell, shown):
+    path = tmp_path / "d.csv"
+    path.write_text(f"y,count\n1.0,2\n0.5,{cell}\n")
+    model = ppl.compile("data y: real[N]\ndata count: weight[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)")
+    with pytest.raises(DataError) as info:
+        model.bind(str(path))
+    error = info.value
+    assert (error.code, error.column, error.row) == ("E430", "count", 2) and shown in str(error)
+
+
+def test_a_weight_binds_a_named_column_and_check_shows_it():
+    model = ppl.compile("data y: real[N]\ndata n: weight[N] from times\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)")
+    report = model.check_report({"y": np.zeros(3), "n": np.ones(3)})
+    assert report["weights"] == [{"plate": "N", "weight": "n"}]
+    assert {"name": "n", "kind": "weight"}.items() <= next(v for v in report["variables"] if v["name"] == "n").items()
+
+
+def test_the_time_axis_of_a_chain_takes_no_weight():
+    text = """
+data y: real[T]
+data c: weight[T]
+x[1] ~ Normal(0, 1)
+for t in 2..T { x[t] ~ Normal(x[t-1], 1) }
+for t in 1..T { y[t] ~ Normal(x[t], 1) }
+"""
+    with pytest.raises(Unsupported) as info:
+        ppl.compile(text).infer({"y": np.zeros(5), "c": np.ones(5)})
+    assert info.value.code == "E500" and "time axis" in str(info.value)
