@@ -273,3 +273,136 @@ for t in 1..T { y[t] ~ Normal(x[t], 1) }
     with pytest.raises(Unsupported) as info:
         ppl.compile(text).infer({"y": np.zeros(5), "c": np.ones(5)})
     assert info.value.code == "E500" and "time axis" in str(info.value)
+
+
+# ---- every runtime the weights reach: rules of the GLM factor, softmax, joint, Gamma CVI
+
+
+@pytest.mark.parametrize("rule", ["@cvi(samples=0, kappa=0)", "@cvi(form=site, samples=0, step=0.5, kappa=0)",
+                                  "@laplace", "@delta", "@jaakkola", "@bohning", "@piecewise"])
+def test_every_deterministic_glm_rule_honours_weights(rule):
+    rng = np.random.default_rng(8)
+    columns, x = _design(rng, 9, 3)
+    y = (rng.random(9) < 0.5).astype(float)
+    count = rng.integers(0, 4, 9).astype(float)
+    check_equal_to_expanded(LOGISTIC.replace("(X @ w))", f"(X @ w)) {rule}"), dict(columns, y=y), count, sweeps=4)
+
+
+def test_a_wide_design_solved_by_woodbury_honours_weights():
+    """D > N: the weighted rows are few enough for the low-rank (Woodbury) solve of w."""
+    rng = np.random.default_rng(9)
+    columns, x = _design(rng, 5, 8)
+    y = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
+    count = np.array([1, 3, 2, 0, 2], dtype=float)
+    check_equal_to_expanded(LOGISTIC, dict(columns, y=y), count)
+
+
+SOFTMAX = """
+const K = 3
+@WEIGHT
+data x: real[N, D] from x1..xD
+data y: cat(K)[N]
+for k in 1..K { w[k] ~ MvNormal(zeros(D), eye(D)) }
+for n in 1..N { y[n] ~ Categorical(softmax(w @ x[n])) @stick }
+"""
+
+
+def test_a_softmax_likelihood_honours_weights():
+    rng = np.random.default_rng(10)
+    x = np.column_stack([np.ones(9), rng.normal(size=9)])
+    y = np.tile([1, 2, 3], 3)
+    count = rng.integers(0, 4, 9).astype(float)
+    count[:3] += 1
+    check_equal_to_expanded(SOFTMAX, {"x": x, "y": y}, count, sweeps=4)
+
+
+CTM = """
+const K = 2
+@WEIGHT
+data doc: cat(D)[N]
+data word: cat(V)[N]
+mu ~ MvNormal(zeros(K), eye(K))
+for d in 1..D { eta[d] ~ MvNormal(mu, eye(K)) }
+for k in 1..K { beta[k] ~ Dirichlet(0.5 * ones(V)) }
+for t in 1..N {
+  z[t] ~ Categorical(softmax(eta[doc[t]]))
+  word[t] ~ Categorical(beta[z[t]])
+}
+"""
+
+
+def test_a_softmax_of_a_vector_per_group_honours_weights():
+    rng = np.random.default_rng(11)
+    doc, word = np.meshgrid(np.arange(1, 4), np.arange(1, 6), indexing="ij")
+    count = rng.integers(1, 4, doc.size).astype(float)
+    check_equal_to_expanded(CTM, {"doc": doc.reshape(-1), "word": word.reshape(-1)}, count, sweeps=4)
+
+
+JOINT = """
+const K = 2
+@WEIGHT
+data x: real[N, D] from (a, b)
+pi ~ Dirichlet(ones(K))
+for k in 1..K {
+  Lambda[k] ~ Wishart(3.0, eye(D))
+  mu[k] ~ MvNormal(zeros(D), 0.5 * Lambda[k]) @joint
+}
+for n in 1..N {
+  z[n] ~ Categorical(pi)
+  x[n] ~ MvNormal(mu[z[n]], Lambda[z[n]])
+}
+"""
+
+
+def test_a_joint_normal_wishart_mixture_honours_weights():
+    rng = np.random.default_rng(12)
+    x = np.concatenate([rng.normal(-2, 1, (5, 2)), rng.normal(2, 1, (5, 2))])
+    count = rng.integers(0, 4, 10).astype(float)
+    check_equal_to_expanded(JOINT, {"x": x}, count)
+
+
+GAMMA_SHAPE = """
+@WEIGHT
+data y: real[N]
+s ~ Gamma(2.0, 1.0)
+for n in 1..N { y[n] ~ Gamma(s, 1.0) @cvi(samples=0, kappa=0) }
+"""
+
+
+def test_gamma_cvi_by_quadrature_honours_weights():
+    y = np.array([0.5, 1.7, 2.2, 0.9, 3.1])
+    count = np.array([2, 0, 1, 3, 1], dtype=float)
+    check_equal_to_expanded(GAMMA_SHAPE, {"y": y}, count)
+
+
+POISSON_MF = """
+const K = 2
+@WEIGHT
+data user: cat(U)[N]
+data item: cat(I)[N]
+data y: int[N]
+for u in 1..U { for k in 1..K { theta[u, k] ~ Gamma(0.3, 0.3) } }
+for i in 1..I { for k in 1..K { beta[i, k] ~ Gamma(0.3, 0.3) } }
+for r in 1..N { y[r] ~ Poisson(dot(theta[user[r]], beta[item[r]])) @cvi(step=0.5, kappa=0) }
+"""
+
+
+def test_poisson_rate_cvi_honours_weights_with_the_same_draws():
+    """A Monte Carlo rule, but its draws are per element of theta and beta, not per row: from the
+    same seed the weighted and expanded runs use the same draws and agree to round-off."""
+    user, item = np.meshgrid(np.arange(1, 4), np.arange(1, 4), indexing="ij")
+    y = np.array([1, 5, 0, 2, 3, 7, 4, 0, 1], dtype=float)
+    count = np.array([1, 2, 3, 1, 2, 1, 2, 3, 1], dtype=float)
+    data = {"user": user.reshape(-1), "item": item.reshape(-1), "y": y}
+    weighted = _problem(POISSON_MF.replace("@WEIGHT", "data count: weight[N]"), dict(data, count=count))
+    expanded = _problem(POISSON_MF.replace("@WEIGHT", ""), _expand(data, count))
+    states = [initialise(p, np.random.default_rng(3)) for p in (weighted, expanded)]
+    for state in states:
+        state.rng = np.random.default_rng(4)
+    for sweep in range(1, 4):
+        for problem, state in zip((weighted, expanded), states):
+            for name in problem.order:
+                _update(problem, state, name, problem.step(name, sweep))
+    assert weighted.elbo(states[0]) == pytest.approx(expanded.elbo(states[1]), rel=1e-9)
+    for name in ("theta", "beta"):
+        np.testing.assert_allclose(states[0].natural[name], states[1].natural[name], rtol=1e-9)
