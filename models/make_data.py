@@ -20,6 +20,9 @@ time. Where each real data set comes from:
 - multinomial_logistic.csv: Fisher's iris data, 150 flowers x 4 measurements, from scikit-learn
   (`sklearn.datasets.load_iris`). `intercept` is all ones, the four measurements are
   standardised (ddof = 0, 4 decimals), `species` holds the species name.
+- lda_counts.csv: lda.csv in bag-of-words form (doc, word, count), built from lda.csv.
+- surgical.csv, surgical_expanded.csv: the BUGS "Surgical" deaths per hospital, grouped
+  (hospital, died, count) and one row per operation.
 - lda.csv and ctm.csv (identical copies): the Reuters corpus that ships with the `lda` package
   on PyPI (`pip install lda`; `lda.datasets.load_reuters()`, a 395 x 4258 document-term count
   matrix, and `load_reuters_vocab()`). We keep the first 100 documents and the 500 words most
@@ -263,6 +266,27 @@ def lda():
     print("wrote models/ctm.csv: a copy of lda.csv")
 
 
+def lda_counts():
+    # The bag-of-words form of lda.csv: one row per (document, word) with the word's count.
+    tokens = pd.read_csv(HERE / "lda.csv")
+    counts = tokens.groupby(["doc", "word"], sort=False).size().reset_index(name="count")
+    write("lda_counts", counts)
+
+
+def surgical():
+    # Mortality after cardiac surgery in 12 hospitals (Spiegelhalter et al., BUGS Examples vol. 1,
+    # "Surgical"): n operations and r deaths per hospital, as grouped Bernoulli rows
+    # (hospital, died, count); surgical_expanded.csv has one row per operation.
+    n = [47, 148, 119, 810, 211, 196, 148, 215, 207, 97, 256, 360]
+    r = [0, 18, 8, 46, 8, 13, 9, 31, 14, 8, 29, 24]
+    names = [f"H{chr(ord('A') + i)}" for i in range(12)]
+    rows = [(h, died, c) for h, total, deaths in zip(names, n, r) for died, c in ((1, deaths), (0, total - deaths))]
+    grouped = pd.DataFrame(rows, columns=["hospital", "died", "count"])
+    write("surgical", grouped)
+    expanded = grouped.loc[grouped.index.repeat(grouped["count"])].drop(columns="count")
+    expanded.to_csv(HERE / "surgical_expanded.csv", index=False)
+
+
 def spectral_unmixing():
     # N = 60 energy bins, K = 3 known source spectra (Gaussian peaks at bins 15, 30, 45, sd 6,
     # over a flat floor, each scaled to 300 expected counts); true fractions pi = (0.6, 0.3, 0.1);
@@ -281,7 +305,7 @@ MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
     multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
-    ordinal_regression, logistic_wide, spectral_unmixing)}
+    ordinal_regression, logistic_wide, spectral_unmixing, lda_counts, surgical)}
 
 
 def main(names: list[str]) -> None:

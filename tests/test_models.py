@@ -29,7 +29,7 @@ EXPECTED_MODELS = {
     "hierarchical_logistic", "gp_classification", "poisson_regression", "multinomial_logistic",
     "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
     "ordinal_regression", "logistic_wide",
-    "spectral_unmixing",
+    "spectral_unmixing", "lda_counts", "surgical", "surgical_expanded",
 }
 
 
@@ -148,6 +148,12 @@ EDGES = {
     "gamma_toy": {("z", "z"): V, ("y", "z"): C},
     "ordinal_regression": {("w", "w"): V, ("rating[n]", "w"): N},
     "spectral_unmixing": {("pi", "pi"): V, ("count[n]", "pi"): C},
+    "lda_counts": {("theta[d]", "theta"): V, ("beta[k]", "beta"): V, ("z[t]", "z"): V, ("z[t]", "theta"): V,
+                   ("word[t]", "beta"): V, ("word[t]", "z"): V},
+    "surgical_expanded": {("mu", "mu"): V, ("tau", "tau"): V, ("b[h]", "b"): V, ("b[h]", "mu"): V,
+                          ("b[h]", "tau"): V, ("died[n]", "b"): N},
+    "surgical": {("mu", "mu"): V, ("tau", "tau"): V, ("b[h]", "b"): V, ("b[h]", "mu"): V, ("b[h]", "tau"): V,
+                 ("died[n]", "b"): N},
 }
 
 
@@ -186,6 +192,9 @@ SHAPES = {
     "gamma_toy": {"y": [50], "z": []},
     "ordinal_regression": {"x": [300, 3], "rating": [300], "w": [3]},
     "spectral_unmixing": {"spectrum": [60, 3], "count": [60], "pi": [3]},
+    "lda_counts": {"doc": [7393], "word": [7393], "count": [7393], "theta": [100, 10], "beta": [10, 500]},
+    "surgical": {"hospital": [24], "died": [24], "count": [24], "b": [12]},
+    "surgical_expanded": {"hospital": [2814], "died": [2814], "b": [12]},
 }
 
 
