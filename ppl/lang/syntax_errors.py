@@ -29,7 +29,7 @@ EXAMPLES: dict[tuple[str, str], list[str]] = {
     ("missing `in` in a loop", "write `for n in 1..N { ... }`"): [
         "for n 1..N { }",
     ],
-    ("data declaration needs a type", "write `data y: real[N]` (types: real, int, bool, cat)"): [
+    ("data declaration needs a type", "write `data y: real[N]` (types: real, int, bool, cat, weight)"): [
         "data y real[N]",
         "data y",
         "data y: [N]",
