@@ -1,5 +1,5 @@
 """Small models several test files use as material (a mixture, a Markov chain, a logistic regression,
-a softmax regression on three iris columns)."""
+a softmax regression on three iris columns, LDA), and `with_weight` to give one row weights."""
 
 MIXTURE = """
 const K = 6
@@ -47,3 +47,20 @@ for n in 1..N {
   y[n] ~ Categorical(softmax(w @ x[n]))
 }
 """
+
+LDA = """
+const K = 4
+data doc: cat(D)[N]
+data word: cat(V)[N]
+for d in 1..D { theta[d] ~ Dirichlet(0.1 * ones(K)) }
+for k in 1..K { beta[k] ~ Dirichlet(0.01 * ones(V)) }
+for t in 1..N {
+  z[t] ~ Categorical(theta[doc[t]])
+  word[t] ~ Categorical(beta[z[t]])
+}
+"""
+
+
+def with_weight(text: str, line: str = "data count: weight[N]") -> str:
+    """`text` with a row weight declared first."""
+    return line + "\n" + text

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from model_texts import CHAIN, MIXTURE
+from model_texts import CHAIN, LDA, MIXTURE
 import ppl
 from ppl import ModelError, OptionError, cli
 
@@ -189,18 +189,7 @@ def test_global_and_local_scopes():
 
 
 def test_levels_of_an_index_are_local_but_levels_of_a_response_are_not():
-    lda = """
-const K = 4
-data doc: cat(D)[N]
-data word: cat(V)[N]
-for d in 1..D { theta[d] ~ Dirichlet(0.1 * ones(K)) }
-for k in 1..K { beta[k] ~ Dirichlet(0.01 * ones(V)) }
-for t in 1..N {
-  z[t] ~ Categorical(theta[doc[t]])
-  word[t] ~ Categorical(beta[z[t]])
-}
-"""
-    scopes = {n: s for n, (s, _) in ppl.compile(lda).analyze().scopes.items()}
+    scopes = {n: s for n, (s, _) in ppl.compile(LDA).analyze().scopes.items()}
     assert scopes == {"theta": "local", "beta": "global", "z": "local"}
     classifier = """
 data x: real[N, D]

@@ -13,17 +13,7 @@ import ppl
 from ppl.infer import Options, build_problem, run
 from ppl.infer.state import State
 
-LDA = """
-const K = 5
-data doc: cat(D)[N]
-data word: cat(V)[N]
-for d in 1..D { theta[d] ~ Dirichlet(0.1 * ones(K)) }
-for k in 1..K { beta[k] ~ Dirichlet(0.01 * ones(V)) }
-for t in 1..N {
-  z[t] ~ Categorical(theta[doc[t]])
-  word[t] ~ Categorical(beta[z[t]])
-}
-"""
+from model_texts import LDA
 
 
 def test_lda_with_a_large_vocabulary_never_allocates_tokens_by_words():

@@ -17,6 +17,8 @@ from ppl.infer.access import Unsupported
 from ppl.infer.engine import _update
 from ppl.infer.initialise import initialise
 
+from model_texts import LDA, LOGISTIC, with_weight
+
 TOL = 1e-10
 
 
@@ -38,8 +40,8 @@ def check_equal_to_expanded(text, data, count, sweeps=6):
     """Runs `sweeps` sweeps on the weighted and on the expanded data; asserts equal ELBOs after
     every sweep and equal natural parameters at the end (per-row variables: row t against its
     first copy)."""
-    weighted = _problem(text.replace("@WEIGHT", "data count: weight[N]"), dict(data, count=count))
-    expanded = _problem(text.replace("@WEIGHT", ""), _expand(data, count))
+    weighted = _problem(with_weight(text), dict(data, count=count))
+    expanded = _problem(text, _expand(data, count))
     rng = np.random.default_rng(1)
     state_w = initialise(weighted, rng)
     state_e = initialise(expanded, np.random.default_rng(2))
@@ -63,18 +65,6 @@ def check_equal_to_expanded(text, data, count, sweeps=6):
     return weighted, state_w
 
 
-LDA = """
-const K = 3
-@WEIGHT
-data doc: cat(D)[N]
-data word: cat(V)[N]
-for d in 1..D { theta[d] ~ Dirichlet(0.5 * ones(K)) }
-for k in 1..K { beta[k] ~ Dirichlet(0.1 * ones(V)) }
-for t in 1..N {
-  z[t] ~ Categorical(theta[doc[t]])
-  word[t] ~ Categorical(beta[z[t]])
-}
-"""
 
 
 def test_bag_of_words_lda_equals_one_row_per_token():
@@ -88,13 +78,6 @@ def test_bag_of_words_lda_equals_one_row_per_token():
     check_equal_to_expanded(LDA, data, count)
 
 
-LOGISTIC = """
-@WEIGHT
-data X: real[N, D] from x1..xD
-data y: bool[N]
-w ~ MvNormal(zeros(D), eye(D))
-y ~ Bernoulli(logistic(X @ w))
-"""
 
 
 def _design(rng, rows, dim):
@@ -117,7 +100,7 @@ def test_the_logistic_rows_may_be_weighted_by_fractions():
     columns, x = _design(rng, 10, 2)
     y = (rng.random(10) < 0.5).astype(float)
     half = rng.uniform(0.1, 2.0, 10)
-    text = LOGISTIC.replace("@WEIGHT", "data count: weight[N]")
+    text = with_weight(LOGISTIC)
     double = ppl.compile(text).infer(dict(columns, y=y, count=2 * half), tol=1e-12, max_iter=200)
     stacked = ppl.compile(text).infer({"X": np.tile(x, (2, 1)), "y": np.tile(y, 2), "count": np.tile(half, 2)},
                                       tol=1e-12, max_iter=200)
@@ -127,7 +110,6 @@ def test_the_logistic_rows_may_be_weighted_by_fractions():
 
 GMM = """
 const K = 2
-@WEIGHT
 data x: real[N]
 pi ~ Dirichlet(ones(K))
 tau ~ Gamma(1, 1)
@@ -147,7 +129,6 @@ def test_count_weighted_gaussian_mixture_equals_expanded():
 
 
 HIERARCHICAL = """
-@WEIGHT
 data g: cat(G)[N]
 data y: bool[N]
 mu ~ Normal(0, 1)
@@ -166,7 +147,6 @@ def test_grouped_bernoulli_hierarchy_equals_expanded():
 
 
 POISSON = """
-@WEIGHT
 data X: real[N, D] from x1..xD
 data y: int[N]
 w ~ MvNormal(zeros(D), eye(D))
@@ -183,7 +163,6 @@ def test_count_weighted_poisson_regression_equals_expanded():
 
 
 MISSING = """
-@WEIGHT
 data y: real[N]
 mu ~ Normal(0, 0.01)
 tau ~ Gamma(1, 1)
@@ -200,7 +179,6 @@ def test_a_partially_observed_column_equals_expanded():
 
 
 CATEGORY_MISSING = """
-@WEIGHT
 data c: cat(3)[N]
 pi ~ Dirichlet(ones(3))
 for n in 1..N { c[n] ~ Categorical(pi) }
@@ -216,7 +194,7 @@ def test_a_partially_observed_category_equals_expanded():
 def test_a_zero_weight_removes_the_row():
     rng = np.random.default_rng(7)
     x = rng.normal(size=8)
-    text = MISSING.replace("@WEIGHT", "data count: weight[N]")
+    text = with_weight(MISSING)
     count = np.array([1, 0, 2, 1, 0, 1, 3, 1], dtype=float)
     with_zero = ppl.compile(text).infer({"y": x, "count": count}, tol=1e-12)
     dropped = ppl.compile(text).infer({"y": x[count > 0], "count": count[count > 0]}, tol=1e-12)
@@ -299,7 +277,6 @@ def test_a_wide_design_solved_by_woodbury_honours_weights():
 
 SOFTMAX = """
 const K = 3
-@WEIGHT
 data x: real[N, D] from x1..xD
 data y: cat(K)[N]
 for k in 1..K { w[k] ~ MvNormal(zeros(D), eye(D)) }
@@ -318,7 +295,6 @@ def test_a_softmax_likelihood_honours_weights():
 
 CTM = """
 const K = 2
-@WEIGHT
 data doc: cat(D)[N]
 data word: cat(V)[N]
 mu ~ MvNormal(zeros(K), eye(K))
@@ -340,7 +316,6 @@ def test_a_softmax_of_a_vector_per_group_honours_weights():
 
 JOINT = """
 const K = 2
-@WEIGHT
 data x: real[N, D] from (a, b)
 pi ~ Dirichlet(ones(K))
 for k in 1..K {
@@ -362,7 +337,6 @@ def test_a_joint_normal_wishart_mixture_honours_weights():
 
 
 GAMMA_SHAPE = """
-@WEIGHT
 data y: real[N]
 s ~ Gamma(2.0, 1.0)
 for n in 1..N { y[n] ~ Gamma(s, 1.0) @cvi(samples=0, kappa=0) }
@@ -377,7 +351,6 @@ def test_gamma_cvi_by_quadrature_honours_weights():
 
 POISSON_MF = """
 const K = 2
-@WEIGHT
 data user: cat(U)[N]
 data item: cat(I)[N]
 data y: int[N]
@@ -394,8 +367,8 @@ def test_poisson_rate_cvi_honours_weights_with_the_same_draws():
     y = np.array([1, 5, 0, 2, 3, 7, 4, 0, 1], dtype=float)
     count = np.array([1, 2, 3, 1, 2, 1, 2, 3, 1], dtype=float)
     data = {"user": user.reshape(-1), "item": item.reshape(-1), "y": y}
-    weighted = _problem(POISSON_MF.replace("@WEIGHT", "data count: weight[N]"), dict(data, count=count))
-    expanded = _problem(POISSON_MF.replace("@WEIGHT", ""), _expand(data, count))
+    weighted = _problem(with_weight(POISSON_MF), dict(data, count=count))
+    expanded = _problem(POISSON_MF, _expand(data, count))
     states = [initialise(p, np.random.default_rng(3)) for p in (weighted, expanded)]
     for state in states:
         state.rng = np.random.default_rng(4)
