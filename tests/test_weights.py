@@ -379,3 +379,28 @@ def test_poisson_rate_cvi_honours_weights_with_the_same_draws():
     assert weighted.elbo(states[0]) == pytest.approx(expanded.elbo(states[1]), rel=1e-9)
     for name in ("theta", "beta"):
         np.testing.assert_allclose(states[0].natural[name], states[1].natural[name], rtol=1e-9)
+
+
+def test_a_minibatch_estimate_weights_its_rows():
+    """`@cvi(minibatch=B)`: the ELBO estimate is N/B times the count-weighted sum on the batch."""
+    rng = np.random.default_rng(13)
+    columns, x = _design(rng, 8, 2)
+    y = (rng.random(8) < 0.5).astype(float)
+    count = np.array([1, 0, 2, 3, 1, 2, 0, 4], dtype=float)
+    problem = _problem(with_weight(LOGISTIC.replace("(X @ w))", "(X @ w)) @cvi(minibatch=4)")),
+                       dict(columns, y=y, count=count))
+    state = initialise(problem, np.random.default_rng(0))
+    factor = next(f for f in problem.factors if f.name == "y")
+    state.rng = np.random.default_rng(5)
+    rows, scale = factor._draw_batch(np.random.default_rng(5))
+    value, _ = factor.elbo_estimate(state)
+    _, _, m, v = factor._rows(state, slice(None))
+    terms = factor.approximation(factor.likelihood, factor.y, factor.n, m, v)[0].reshape(-1)
+    assert value == pytest.approx(scale * np.sum(count[rows] * terms[rows]), rel=TOL)
+
+
+def test_check_prints_the_weighted_plate():
+    from ppl.report import check_report
+    model = ppl.compile(with_weight("data y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)"))
+    text = check_report(model.check_report({"y": np.zeros(2), "count": np.ones(2)}), "t")
+    assert "rows of N weighted by `count`" in text
