@@ -46,6 +46,8 @@ def build(model: CheckedModel, dataset=None) -> nx.DiGraph:
         g.add_node(fid, **{KIND: "factor", FAMILY: factor.dist.name, LABEL: fid, SPAN: factor.span,
                            PLATES: tuple(p.var for p in factor.plates), "factor": factor})
         g.add_edge(fid, factor.target.name, **{ROLE: "value"})
+        for weight in model.weighted_plates(factor).values():  # row weights (`data count: weight[N]`)
+            g.add_edge(weight, fid, **{ROLE: "weight"})
         for role, expr in factor.args.items():
             parents = _names(expr, g)
             if not parents:

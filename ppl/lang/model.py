@@ -106,5 +106,12 @@ class CheckedModel:
         """Size name -> the `weight` data that counts the rows of that plate."""
         return {v.shape[0]: v.name for v in self.variables.values() if v.elem == "weight"}
 
+    def weighted_plates(self, factor: Factor) -> dict:
+        """{size name: weight name} of the weighted plates `factor` runs over: its loops, or the
+        batch shape of a whole-array statement."""
+        dims = [p.dim for p in factor.plates] if factor.plates else \
+            ([] if factor.target.indices else list(factor.batch_shape))
+        return {d: self.weights[d] for d in dims if d in self.weights}
+
     def factors_of(self, variable: str) -> tuple[Factor, ...]:
         return tuple(f for f in self.factors if f.target.name == variable)
