@@ -52,3 +52,12 @@ def test_a_dense_read_of_a_huge_observed_category_is_refused_not_allocated():
     with pytest.raises(Unsupported) as info:
         state.moments("w")
     assert info.value.code == "E500" and "`w`" in str(info.value)
+
+
+def test_an_observed_category_with_constant_probabilities_reads_its_codes():
+    """E[log p(y)] = Σ_n log p[y_n], gathered at the codes (no one-hot rows)."""
+    model = ppl.compile("data y: cat(3)[N]\nmu ~ Normal(0, 1)\ny ~ Categorical([0.2, 0.3, 0.5])")
+    y = np.array([1, 3, 3, 2, 3])
+    post = model.infer({"y": y})
+    expected = np.sum(np.log(np.array([0.2, 0.3, 0.5])[y - 1]))
+    assert post.elbo_terms["E[log p(y)]"] == pytest.approx(expected, rel=1e-12)
