@@ -343,3 +343,17 @@ def test_a_minibatch_estimate_weights_its_rows():
     _, _, m, v = factor._rows(state, slice(None))
     terms = factor.approximation(factor.likelihood, factor.y, factor.n, m, v)[0].reshape(-1)
     assert value == pytest.approx(scale * np.sum(count[rows] * terms[rows]), rel=TOL)
+
+
+def test_a_weighted_mixture_fits_like_its_expansion_end_to_end():
+    """Through `Model.infer`: k-means seeding weighs the points by their counts, and the weighted
+    and the expanded fit reach the same fixed point of three separated clusters."""
+    rng = np.random.default_rng(14)
+    x = np.concatenate([rng.normal(m, 0.3, 5) for m in (-6.0, 0.0, 6.0)])
+    count = rng.integers(1, 5, 15).astype(float)
+    text = GMM.replace("const K = 2", "const K = 3")
+    fits = [ppl.compile(t).infer(d, seed=0, tol=1e-13, max_iter=3000)
+            for t, d in ((with_weight(text), {"x": x, "count": count}), (text, _expand({"x": x}, count)))]
+    assert fits[0].elbo == pytest.approx(fits[1].elbo, rel=1e-9)
+    order = [np.argsort(f["mu"].mean) for f in fits]
+    np.testing.assert_allclose(fits[0]["mu"].mean[order[0]], fits[1]["mu"].mean[order[1]], rtol=1e-7)

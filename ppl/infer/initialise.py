@@ -79,7 +79,7 @@ def _break_symmetry(problem, state, name: str, rng) -> None:
     size = state.natural[name].shape[0]
     points = _selected_data(problem, name)
     if points is not None and points.shape[0] == size:
-        labels = _kmeans(points, k, rng)
+        labels = _kmeans(points, k, rng, state.counts.get(name))
         probs = np.full((size, k), 1e-3 / k)
         probs[np.arange(size), labels] += 1 - 1e-3
     else:
@@ -98,19 +98,22 @@ def _selected_data(problem, name):
     return None
 
 
-def _kmeans(points: np.ndarray, k: int, rng, iterations: int = 10) -> np.ndarray:
-    """k-means++ seeding and a few Lloyd steps; returns a label per point."""
+def _kmeans(points: np.ndarray, k: int, rng, weights=None, iterations: int = 10) -> np.ndarray:
+    """k-means++ seeding and a few Lloyd steps; returns a label per point. `weights`: the row
+    weights of the points (a point stands for that many), in the seeding and the means."""
     n = points.shape[0]
-    centres = [points[rng.integers(n)]]
+    w = np.ones(n) if weights is None else weights
+    centres = [points[rng.integers(n) if weights is None else rng.choice(n, p=w / w.sum())]]
     for _ in range(1, k):
-        d2 = np.min(((points[:, None, :] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
+        d2 = w * np.min(((points[:, None, :] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
         total = d2.sum()
         centres.append(points[rng.choice(n, p=d2 / total)] if total > 0 else points[rng.integers(n)])
     centres = np.array(centres)
     for _ in range(iterations):
         labels = np.argmin(((points[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
         for j in range(k):
-            members = points[labels == j]
-            if len(members):
-                centres[j] = members.mean(axis=0)
+            members = labels == j
+            if w[members].sum() > 0:  # the plain mean when unweighted (bit for bit as before)
+                centres[j] = points[members].mean(axis=0) if weights is None else \
+                    np.average(points[members], axis=0, weights=w[members])
     return np.argmin(((points[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
