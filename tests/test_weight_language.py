@@ -21,6 +21,7 @@ def _compile_error(text):
 
 @pytest.mark.parametrize("text, code", [
     ("data c: weight[N, D]\ndata y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)", "E267"),
+    ("const N = 3\ndata c: weight[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)", "E267"),
     ("data c: weight[N]\ndata d: weight[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)", "E268"),
     ("data c: weight[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(mu * c[n], 1) }",
      "E269"),

@@ -107,6 +107,10 @@ def _weight(item: ast.DataDecl, scope: Scope) -> None:
         raise ModelError("E267", f"weight `{item.name}` has {len(dims)} dimensions; a weight has exactly one, "
                          "the plate whose rows it weights", span=item.type.span, hint="write `weight[N]`")
     dim = dims[0]
+    if isinstance(dim, int) or dim in scope.constants:
+        raise ModelError("E267", f"weight `{item.name}` is sized by `{dim}`, a number; a weight's dimension is "
+                         "a size name that the data fixes (the rows it weights)", span=item.type.span,
+                         hint="write `weight[N]` with N the number of rows")
     other = next((v for v in scope.variables.values() if v.elem == "weight" and v.shape == (dim,)), None)
     if other is not None:
         raise ModelError("E268", f"rows of `{dim}` are already weighted by `{other.name}`; a plate takes at most "
