@@ -44,6 +44,9 @@ class Posterior:
     coords: dict = field(default_factory=dict)  # axis name -> labels
     term_trace: list = field(default_factory=list)  # per sweep {term: value}, when recorded
     origin: dict = field(default_factory=dict)  # model (name, text, sha256, constants) and data source
+    priors: dict = field(default_factory=dict)  # variable -> natural parameters of its own `~` statement
+    observed: tuple = ()  # data the `~` statements observe (the rest are covariates)
+    dataset: object = field(default=None, compare=False)  # the bound data (not saved)
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -51,16 +54,19 @@ class Posterior:
     def __contains__(self, name: str) -> bool:
         return name in self.marginals
 
-    def draws(self, n: int, seed=None) -> dict:
-        """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape."""
+    def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
+        """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape;
+        `vars` (glob patterns) keeps some variables (all by default)."""
+        names = list(self.marginals) if vars is None else selection.chosen(self, vars)
         rng = np.random.default_rng(seed)
         draws = {}
         for group in self.joint:
-            draws.update(group.draws(n, rng))
-        for name, m in self.marginals.items():
+            if group.mean in names or group.precision in names:
+                draws.update(group.draws(n, rng))
+        for name in names:
             if name not in draws:
-                draws[name] = m.draws(n, rng)
-        return draws
+                draws[name] = self.marginals[name].draws(n, rng)
+        return {name: draws[name] for name in names}
 
     def draw_columns(self, n: int, seed=None) -> dict:
         """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values."""
@@ -129,10 +135,11 @@ class Posterior:
         from ppl.infer.saved import load
         return load(path, model)
 
-    def to_arviz(self, draws: int = 1000, seed=None):
-        """An `arviz.InferenceData` with `draws` draws from q (see `ppl.report.arviz`)."""
+    def to_arviz(self, draws: int = 1000, seed=None, vars=None):  # noqa: A002
+        """An `arviz.InferenceData` with `draws` draws from q of the variables `vars` (glob
+        patterns; all by default), the data and the ELBO trace (see `ppl.report.arviz`)."""
         from ppl.report.arviz import to_arviz
-        return to_arviz(self, draws, seed)
+        return to_arviz(self, draws, seed, vars)
 
     def plot(self, kind: str = "all", vars=None, path=None, **options):  # noqa: A002
         """Plots of the ELBO trace, marginals against priors, components (`ppl.report.plots`)."""
@@ -210,13 +217,15 @@ def build_posterior(problem, run, analysis) -> Posterior:
     marginals = assemble(list(model.variables), q, joint)
     components = {s: {v: a for v, a in members.items() if v in marginals}
                   for s, members in mixture_components(model).items() if s in marginals}
-    dims, coords = dims_and_coords(model, problem.dataset, {n: draw_shape(m) for n, m in marginals.items()},
-                                   components)
+    data = problem.dataset.arrays
+    shapes = {n: draw_shape(m) for n, m in marginals.items()} | {n: np.shape(v) for n, v in data.items()}
+    dims, coords = dims_and_coords(model, problem.dataset, shapes, components)
     scopes = {name: analysis.scopes.get(name, ("data",))[0] for name in marginals}
+    observed = tuple(n for n in data if model.factors_of(n))
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
-                     joint, run.trace_se, scopes, components, dims, coords, list(getattr(run, "term_trace", [])),
-                     origin(model, problem.dataset))
+                     joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
+                     origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset)
 
 
 def assemble(order: list, q: dict, joint: list) -> dict:
@@ -231,6 +240,18 @@ def assemble(order: list, q: dict, joint: list) -> dict:
         elif name in q and name not in partners:
             marginals[name] = q[name]
     return marginals
+
+
+def _priors(problem, state, q: dict) -> dict:
+    """Natural parameters of each variable's own `~` statement at the final q of its parents
+    (the prior itself when its parameters are constants), for plots against the prior."""
+    priors = {}
+    for name, marginal in q.items():
+        own = [f for f in problem.neighbours.get(name, ()) if getattr(f, "factor", None) is not None
+               and f.factor.target.name == name]
+        if own and len(own[0].reads.get(name, ())) == 1:  # the statement reads its target once
+            priors[name] = np.asarray(own[0].message(state, name)).reshape(marginal.natural.shape)
+    return priors
 
 
 def draw_shape(marginal) -> tuple:

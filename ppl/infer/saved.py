@@ -21,6 +21,8 @@ FORMAT = "ppl-posterior/1"
 
 def document(posterior) -> dict:
     """The JSON document of a posterior: its summary (`to_json`) and its q."""
+    from ppl.infer.selection import chosen
+    shown = set(chosen(posterior))  # priors of the variables a plot shows by default
     doc = posterior.to_json()
     doc["format"] = FORMAT
     doc["q"] = {
@@ -34,6 +36,8 @@ def document(posterior) -> dict:
         "scopes": posterior.scopes, "components": posterior.components,
         "dims": {k: list(v) for k, v in posterior.dims.items()}, "coords": posterior.coords,
         "term_trace": posterior.term_trace, "restart": posterior.restart,
+        "priors": {name: _array(nat) for name, nat in posterior.priors.items() if name in shown},
+        "observed": list(posterior.observed),
     }
     doc["origin"] = posterior.origin
     return doc
@@ -66,7 +70,8 @@ def load(path, model=None):
     return Posterior(assemble(q["order"], own, joint), doc["elbo"], doc["trace"], doc["elbo_terms"],
                      doc["iterations"], doc["converged"], doc["seconds"], tags, doc["levels"], q["restart"],
                      doc["notes"], joint, doc["trace_se"], q["scopes"], q["components"],
-                     {k: tuple(v) for k, v in q["dims"].items()}, q["coords"], q["term_trace"], doc["origin"])
+                     {k: tuple(v) for k, v in q["dims"].items()}, q["coords"], q["term_trace"], doc["origin"],
+                     {k: _unarray(v) for k, v in q["priors"].items()}, tuple(q["observed"]))
 
 
 def check_model(origin: dict, model, path) -> None:

@@ -16,10 +16,14 @@ import numpy as np
 from ppl.diagnostics import OptionError
 
 
-def write_atomic(path, text: str) -> None:
-    path = Path(path)
+def require_folder(path: Path) -> None:
     if not path.parent.is_dir():
         raise OptionError("E320", f"cannot write {path}: folder {path.parent} does not exist")
+
+
+def write_atomic(path, text: str) -> None:
+    path = Path(path)
+    require_folder(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -41,7 +45,7 @@ def write_posterior(posterior, path, vars=None, draws: int = 1000, seed=None) ->
         write_atomic(path, summary_csv(posterior, vars))
     elif suffix == ".nc":
         from ppl.report.arviz import write_netcdf
-        write_netcdf(posterior, path, draws, seed)
+        write_netcdf(posterior, path, draws, seed, vars)
     else:
         raise OptionError("E321", f"--output {path}: use a .json, .csv or .nc file name")
 
