@@ -255,12 +255,17 @@ def compare(block: Block, lines: list[str], result) -> list[str]:
 
 
 def update(page: Path, done: list) -> None:
-    """Replace the output ranges of `page` with the real output (bottom up, so ranges stay valid)."""
+    """Replace the output ranges of `page` that differ with the real output (bottom up, so
+    ranges stay valid); an output that differs only in timings is left as it is."""
     lines = page.read_text(encoding="utf-8").splitlines()
     for block, result in sorted(done, key=lambda d: -d[0].start):
         if block.options.get("run-only") or block.kind == "file":
             continue
         for start, end, actual in sorted(outputs(block, result), key=lambda o: -o[0]):
+            shown = normalise("\n".join(line[len(block.indent):] for line in lines[start:end]), block.options)
+            got = normalise(actual, block.options)
+            if shown == (got[:len(shown)] if block.options.get("head") else got):
+                continue
             new = actual.rstrip("\n").splitlines() if actual.strip() else []
             if block.options.get("head"):
                 new = new[:end - start]

@@ -37,7 +37,8 @@ def plot(posterior, kind: str = "all", vars=None, path=None, seed: int = 0):  # 
                           else f"plot kind {kind!r} is not one of all, {', '.join(KINDS)}")
     names = selection.chosen(posterior, vars)
     heights = {"elbo": 3.0, "marginals": 2.2 * len(names), "components": 2.6 * _component_rows(posterior)}
-    fig = Figure(figsize=(10, sum(heights[k] for k in kinds)), layout="constrained")
+    width = 10 if kinds != ["marginals"] else 2 + 1.6 * min(ELEMENTS, max(posterior.size(n) for n in names))
+    fig = Figure(figsize=(width, sum(heights[k] for k in kinds)), layout="constrained")
     subfigures = np.atleast_1d(fig.subfigures(len(kinds), 1, height_ratios=[heights[k] for k in kinds]))
     for sub, name in zip(subfigures, kinds):
         {"elbo": _elbo, "marginals": _marginals, "components": _components}[name](sub, posterior, names, seed)
@@ -53,9 +54,9 @@ def _elbo(fig, posterior, names, seed) -> None:
     axes[0].set(title=f"ELBO {posterior.elbo:.6g}", xlabel="sweep", ylabel="ELBO")
     if posterior.term_trace:
         final = posterior.term_trace[-1]
-        for term in final:
-            distance = [abs(t[term] - final[term]) for t in posterior.term_trace]
-            axes[1].plot(sweeps, np.maximum(distance, 1e-12), label=term)
+        for term in final:  # the last sweep is the reference: its distance is 0, not drawn
+            distance = [abs(t[term] - final[term]) for t in posterior.term_trace[:-1]]
+            axes[1].plot(sweeps[:-1], np.maximum(distance, 1e-300), label=term)
         axes[1].set(yscale="log", title="each term: |value − final value|", xlabel="sweep")
         axes[1].legend(fontsize=6, loc="upper right")
     fig.suptitle("convergence")
@@ -63,7 +64,8 @@ def _elbo(fig, posterior, names, seed) -> None:
 
 def _marginals(fig, posterior, names, seed) -> None:
     rng = np.random.default_rng(seed)
-    axes = fig.subplots(len(names), ELEMENTS, squeeze=False)
+    columns = max(1, min(ELEMENTS, max(posterior.size(n) for n in names)))
+    axes = fig.subplots(len(names), columns, squeeze=False)
     for row, name in zip(axes, names):
         draws = posterior.draws(DRAWS, rng.integers(2**32), vars=[name])[name]
         prior = posterior.priors.get(name)
@@ -71,7 +73,7 @@ def _marginals(fig, posterior, names, seed) -> None:
         if prior is not None:
             prior_draws = FamilyMarginal(posterior.marginals[name].family, prior).draws(DRAWS, rng)
         listed = np.argwhere(posterior.reported(name) if posterior.marginals[name].name != "Categorical"
-                             else np.ones(np.shape(draws)[1:], dtype=bool))[:ELEMENTS]
+                             else np.ones(np.shape(draws)[1:], dtype=bool))[:columns]
         for ax, index in zip(row, listed):
             values = draws[(slice(None),) + tuple(index)]
             _histogram(ax, values, prior_draws[(slice(None),) + tuple(index)] if prior_draws is not None else None)
