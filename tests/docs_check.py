@@ -292,7 +292,7 @@ def check(paths=None, fast: bool = False, write: bool = False, times: bool = Fal
             result = runner.run(block)
             counts["checked"] += block.kind != "file"
             done.append((block, result))
-            where = f"{page.relative_to(ROOT)}:{block.fence}"
+            where = f"{page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}:{block.fence}"
             if times:
                 print(f"{runner.seconds.get((block.kind, json.dumps(block.code)), 0):7.2f} s  {where}  "
                       f"{str(block.code)[:70]!r}", file=out)
