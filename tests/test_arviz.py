@@ -85,3 +85,14 @@ def test_netcdf_output_loads_back_with_xarray(tmp_path):
     assert xr.open_dataset(out, group="observed_data")["y"].values.tolist() == \
         [28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]
     assert az.from_netcdf(out).posterior["mu"].shape == (1, 500)
+
+
+def test_group_axis_carries_the_csv_labels_and_plot_posterior_draws_it():
+    import matplotlib
+    matplotlib.use("Agg")
+    post = fit("hierarchical_logistic")
+    idata = post.to_arviz(200, seed=0, vars="mu_a,a")
+    assert idata.posterior["a"].dims == ("chain", "draw", "G")
+    assert idata.posterior["G"].values.tolist() == [str(s) for s in post.levels["site"]]
+    axes = az.plot_posterior(idata, var_names=["a"])
+    assert np.size(axes) == len(post.levels["site"])
