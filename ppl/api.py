@@ -42,7 +42,7 @@ class Model:
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
-              progress=None):
+              progress=None, record_terms: bool = False):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -63,6 +63,11 @@ class Model:
             Rule per factor, as ``--method`` does (``{"y": "cvi"}``).
         time_limit : float, optional
             Seconds after which the run stops (reported as not converged).
+        progress : callable, optional
+            Called as ``progress(sweep, elbo)`` after every sweep.
+        record_terms : bool, default=False
+            Keep every factor's ELBO term after every sweep (``Posterior.term_trace``, the
+            ELBO plot); costs one more ELBO evaluation per sweep.
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
@@ -70,7 +75,8 @@ class Model:
         dataset = model.bind(data)
         analysis = model.analyze(dataset, methods)
         problem = build_problem(model.checked, dataset, analysis)
-        options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit)
+        options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
+                          record_terms=record_terms)
         return build_posterior(problem, run(problem, options, progress), analysis)
 
     def __repr__(self) -> str:

@@ -57,10 +57,23 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--tol", type=float, default=1e-6, help="relative ELBO change to stop at (default 1e-6)")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
-    infer.add_argument("--output", metavar="FILE", help="write results to FILE.json or FILE.csv")
-    infer.add_argument("--draws", type=int, default=0, metavar="N", help="draw N samples from q")
+    infer.add_argument("--output", metavar="FILE",
+                       help="write results to FILE.json (loadable), FILE.csv (stansummary layout) or FILE.nc "
+                            "(ArviZ netCDF, needs ppl[arviz])")
+    infer.add_argument("--draws", type=int, default=0, metavar="N",
+                       help="draw N samples from q (for --draws-output, or into FILE.nc: default 1000)")
     infer.add_argument("--draws-output", metavar="FILE.csv", help="where to write the draws")
-    infer.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    infer.add_argument("--vars", metavar="PATTERNS",
+                       help="variables to list, comma-separated glob patterns (default: all but long local ones)")
+    infer.add_argument("--trace-terms", action="store_true",
+                       help="record every factor's ELBO term after each sweep (for `ppl plot`)")
+    infer.add_argument("--quiet", action="store_true", help="print nothing but errors and no progress bar")
+    plot = sub.add_parser("plot", help="plot a posterior saved with --output FILE.json (needs ppl[plot])")
+    plot.add_argument("posterior", help="a posterior written by `ppl infer ... --output post.json`")
+    plot.add_argument("--vars", metavar="PATTERNS", help="variables to show, comma-separated glob patterns")
+    plot.add_argument("--kind", choices=("all", "elbo", "marginals", "components"), default="all",
+                      help="which plot (default: all that apply)")
+    plot.add_argument("-o", "--output", required=True, metavar="FIG.png", help="image file (.png, .svg, .pdf)")
     return top
 
 
@@ -68,7 +81,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         constants = {}
-        for name, value in args.set:
+        for name, value in getattr(args, "set", ()):
             try:
                 constants[name] = _number(value)
             except argparse.ArgumentTypeError as exc:
@@ -116,48 +129,43 @@ def _infer(args, constants) -> int:
     from ppl.report import infer_report, write_draws, write_posterior
     if args.data is None:
         raise OptionError("E323", "ppl infer needs a data file: ppl infer MODEL DATA")
-    if args.draws and not args.draws_output:
-        raise OptionError("E324", "--draws N needs --draws-output FILE.csv")
+    nc = bool(args.output) and args.output.lower().endswith(".nc")
+    if args.draws and not args.draws_output and not nc:
+        raise OptionError("E324", "--draws N needs --draws-output FILE.csv (or --output FILE.nc)")
     import warnings
     from ppl.infer import DampingWarning
     warnings.simplefilter("ignore", DampingWarning)  # the report prints the same note
     model = ppl.load(args.model, set=constants)
-    progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
-    posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
-                            restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
-                            progress=progress)
-    if progress is not None:
-        progress.close()
+    progress = None
+    if not args.quiet and sys.stderr.isatty():
+        from ppl.report.progress import Progress
+        progress = Progress(args.max_iter)
+    try:
+        posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
+                                restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
+                                progress=progress, record_terms=args.trace_terms)
+    finally:
+        if progress is not None:
+            progress.close()
+    if args.vars:
+        posterior.summary_rows(args.vars, 0)  # an unknown pattern is an error before anything is written
     if args.output:
-        write_posterior(posterior, args.output)
-    if args.draws:
+        write_posterior(posterior, args.output, args.vars, args.draws or 1000, args.seed)
+    if args.draws and args.draws_output:
         write_draws(posterior, args.draws, args.seed, args.draws_output)
     if not args.quiet:
-        sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}"))
+        sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}", args.vars))
     return EXIT_OK
 
 
-class _Progress:
-    """A one-line status on stderr, shown only once a run has lasted about a second."""
-
-    def __init__(self):
-        import time
-        self.clock = time.perf_counter
-        self.start = self.clock()
-        self.shown = False
-
-    def __call__(self, iteration: int, elbo: float) -> None:
-        if self.clock() - self.start > 1.0:
-            sys.stderr.write(f"\r  sweep {iteration:5d}  ELBO {elbo:.6f}")
-            sys.stderr.flush()
-            self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
+def _plot(args, constants) -> int:
+    import ppl
+    posterior = ppl.Posterior.load(args.posterior)
+    posterior.plot(args.kind, args.vars, args.output)
+    return EXIT_OK
 
 
-COMMANDS = {"check": _check, "graph": _graph, "infer": _infer}
+COMMANDS = {"check": _check, "graph": _graph, "infer": _infer, "plot": _plot}
 
 if __name__ == "__main__":
     sys.exit(main())

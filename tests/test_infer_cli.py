@@ -122,15 +122,18 @@ def test_infer_csv_summary_and_draws(runs, out):
     result = runs["csv"]
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""  # --quiet
-    summary = pd.read_csv(out / "summary.csv")
-    assert list(summary.columns) == ["variable", "family", "mean", "sd", "q2.5", "q97.5"]
-    assert summary["variable"].tolist() == ["mu", "tau"] + [f"theta[{j}]" for j in range(1, 9)]
-    api = ppl.load(MODELS / "eight_schools.vim").infer(MODELS / "eight_schools.csv", seed=0).summary()
-    np.testing.assert_allclose(summary[["mean", "sd", "q2.5", "q97.5"]].to_numpy(),
+    summary = pd.read_csv(out / "summary.csv", comment="#")  # stansummary --csv layout
+    assert list(summary.columns) == ["name", "Mean", "StdDev", "2.5%", "50%", "97.5%", "family"]
+    assert summary["name"].tolist() == ["mu", "tau"] + [f"theta[{j}]" for j in range(1, 9)]
+    post = ppl.load(MODELS / "eight_schools.vim").infer(MODELS / "eight_schools.csv", seed=0)
+    api = post.summary()
+    np.testing.assert_allclose(summary[["Mean", "StdDev", "2.5%", "97.5%"]].to_numpy(),
                                api[["mean", "sd", "q2.5", "q97.5"]].to_numpy(), rtol=1e-9)
+    assert summary["50%"].iloc[0] == pytest.approx(post["mu"].quantiles([0.5])[0], rel=1e-12)
+    assert (out / "summary.csv").read_text().startswith("# ppl posterior: model ")
     draws = pd.read_csv(out / "d.csv")
     assert len(draws) == 100
-    assert list(draws.columns) == summary["variable"].tolist()
+    assert list(draws.columns) == summary["name"].tolist()
     assert np.all(np.isfinite(draws.to_numpy()))
     assert draws["tau"].min() > 0
 

@@ -44,6 +44,7 @@ class Options:
     restarts: int = 1
     time_limit: float | None = None
     damping: float = 1.0
+    record_terms: bool = False  # keep every factor's ELBO term after every sweep (for plots)
 
     def validate(self) -> "Options":
         from ppl.diagnostics import OptionError
@@ -72,6 +73,7 @@ class Run:
     warnings: list = field(default_factory=list)
     elbo: float = np.nan  # exact at the end of the run (the trace may hold minibatch estimates)
     trace_se: list = field(default_factory=list)  # standard error of each trace entry (0: exact)
+    term_trace: list = field(default_factory=list)  # {term: value} after each sweep, when recorded
 
 
 def run(problem: Problem, options: Options, progress=None) -> Run:
@@ -95,7 +97,7 @@ SMOOTHING = 10  # sweeps averaged for the convergence test when gradients are st
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
-    trace, trace_se, converged, notes, shrink = [], [], False, list(problem.notes), {}
+    trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
     elbo = problem.elbo(state)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
@@ -112,6 +114,8 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
             notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)
         trace_se.append(se)
+        if options.record_terms:
+            terms.append(problem.elbo_terms(state))
         if progress is not None:
             progress(iteration, new)
         if problem.stochastic:  # compare averages of the last sweeps: single ELBOs are noisy
@@ -129,7 +133,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
-               warnings=notes, elbo=exact, trace_se=trace_se)
+               warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms)
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:

@@ -1,9 +1,10 @@
 """The approximate posterior: per-variable marginals of q, the ELBO and its trace.
 
-A `Posterior` is built once from a finished run and never changes. Each variable has a
-marginal with `mean`, `sd`, `quantiles(qs)` and `draws(n)`, all in the variable's shape
-(plates + event). A `@joint` group is reported as its two marginals: the Gaussian's is a
-Student-t, the precision's a Wishart (or Gamma).
+A `Posterior` is built once from a finished run (or loaded from the file it was saved to) and
+never changes. Each variable has a marginal (`ppl.infer.marginals`). It also knows what a
+report needs to be readable: which variables are local (one per row, token or document), which
+mixture components a category selects, the names and coordinates of every axis, and the model
+and data it came from.
 """
 
 from __future__ import annotations
@@ -11,109 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
-from ppl import families as fam
-from ppl.families.base import chol_inverse
+from ppl.infer import selection
 from ppl.infer.factors.joint import group_key
+from ppl.infer.marginals import FamilyMarginal, JointDraws
 
 QUANTILES = (0.025, 0.975)
 SUMMARY_COLUMNS = ("variable", "family", "mean", "sd", "q2.5", "q97.5")
 
 
-class FamilyMarginal:
-    """q of one variable in an exponential family (natural parameters with plate axes)."""
-
-    def __init__(self, family, natural: np.ndarray, observed_mask=None):
-        self.family = family
-        self.natural = natural
-        self.observed_mask = observed_mask  # partially observed data: True where a cell was observed
-
-    @property
-    def name(self) -> str:
-        return self.family.name
-
-    @property
-    def mean(self) -> np.ndarray:
-        return self.family.mean(self.natural)
-
-    @property
-    def sd(self) -> np.ndarray:
-        return self.family.sd(self.natural)
-
-    def quantiles(self, qs) -> np.ndarray:
-        return self.family.quantiles(self.natural, np.asarray(qs))
-
-    def draws(self, n: int, rng) -> np.ndarray:
-        return self.family.sample(self.natural, rng, n)
-
-    def params(self) -> dict:
-        return self.family.params(self.natural)
-
-
-class StudentTMarginal:
-    """The marginal of μ under a Normal–Wishart q: a multivariate Student-t with location
-    `mean`, scale matrix `scale` = W⁻¹/(β·df) and df = ν − D + 1 degrees of freedom (its
-    variance is infinite when df ≤ 2, as for a component the data switched off)."""
-
-    name = "StudentT"
-
-    def __init__(self, mean, scale, df):
-        self._mean = mean
-        self.scale = scale
-        self.df = df
-
-    @property
-    def mean(self):
-        return self._mean
-
-    def _marginal_scale(self):
-        return np.sqrt(np.diagonal(self.scale, axis1=-2, axis2=-1))
-
-    @property
-    def sd(self):
-        df = self.df[..., None]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(df > 2, self._marginal_scale() * np.sqrt(df / np.maximum(df - 2, 1e-300)), np.inf)
-
-    def quantiles(self, qs):
-        qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
-        return self._mean + self._marginal_scale() * special.stdtrit(self.df[..., None], qs)
-
-    def draws(self, n, rng):
-        chol = np.linalg.cholesky(self.scale)
-        z = rng.standard_normal((n,) + self._mean.shape)
-        g = rng.chisquare(self.df, size=(n,) + self.df.shape) / self.df
-        return self._mean + np.einsum("...ij,...j->...i", chol, z) / np.sqrt(g)[..., None]
-
-    def params(self) -> dict:
-        return {"mean": self._mean, "scale": self.scale, "df": self.df}
-
-
-class _ScalarT(StudentTMarginal):
-    """A one-dimensional Student-t (the mean of a Normal–Gamma), shaped like its plates."""
-
-    def __init__(self, mean, scale, df):
-        super().__init__(mean[..., 0], scale, df)
-
-    def _marginal_scale(self):
-        return np.sqrt(self.scale[..., 0, 0])
-
-    @property
-    def sd(self):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.df > 2, self._marginal_scale() * np.sqrt(self.df / np.maximum(self.df - 2, 1e-300)),
-                            np.inf)
-
-    def quantiles(self, qs):
-        qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
-        return self._mean + self._marginal_scale() * special.stdtrit(self.df, qs)
-
-    def draws(self, n, rng):
-        return self._mean + self._marginal_scale() * rng.standard_t(self.df, size=(n,) + np.shape(self._mean))
-
-
-@dataclass
+@dataclass(repr=False)
 class Posterior:
     """Results of `Model.infer`: marginals by name, the ELBO, its trace and per-factor terms."""
 
@@ -130,6 +38,15 @@ class Posterior:
     notes: list = field(default_factory=list)  # what the run changed on its own (damping)
     joint: list = field(default_factory=list)  # JointDraws of @joint groups
     trace_se: list = field(default_factory=list)  # standard errors of estimated trace entries (0: exact)
+    scopes: dict = field(default_factory=dict)  # variable -> "global" | "local" (the analyzer's)
+    components: dict = field(default_factory=dict)  # selector -> {variable: component axis}
+    dims: dict = field(default_factory=dict)  # variable -> axis names of its draws
+    coords: dict = field(default_factory=dict)  # axis name -> labels
+    term_trace: list = field(default_factory=list)  # per sweep {term: value}, when recorded
+    origin: dict = field(default_factory=dict)  # model (name, text, sha256, constants) and data source
+    priors: dict = field(default_factory=dict)  # variable -> natural parameters of its own `~` statement
+    observed: tuple = ()  # data the `~` statements observe (the rest are covariates)
+    dataset: object = field(default=None, compare=False)  # the bound data (not saved)
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -137,16 +54,19 @@ class Posterior:
     def __contains__(self, name: str) -> bool:
         return name in self.marginals
 
-    def draws(self, n: int, seed=None) -> dict:
-        """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape."""
+    def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
+        """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape;
+        `vars` (glob patterns) keeps some variables (all by default)."""
+        names = list(self.marginals) if vars is None else selection.chosen(self, vars)
         rng = np.random.default_rng(seed)
         draws = {}
         for group in self.joint:
-            draws.update(group.draws(n, rng))
-        for name, m in self.marginals.items():
+            if group.mean in names or group.precision in names:
+                draws.update(group.draws(n, rng))
+        for name in names:
             if name not in draws:
-                draws[name] = m.draws(n, rng)
-        return draws
+                draws[name] = self.marginals[name].draws(n, rng)
+        return {name: draws[name] for name in names}
 
     def draw_columns(self, n: int, seed=None) -> dict:
         """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values."""
@@ -156,25 +76,31 @@ class Posterior:
             columns.update(zip(_labels(name, index), values.reshape(n, -1).T.tolist()))
         return columns
 
-    def summary(self, rows_per_variable: int | None = None):
-        """The table of `summary_rows` as a pandas DataFrame, one row per element. pandas is
-        imported here, not at startup: the CLI does without it (a third of a second saved)."""
+    def summary(self, vars=None, rows_per_variable: int | None = None):  # noqa: A002
+        """The table of `summary_rows` as a pandas DataFrame, one row per element; what it
+        leaves out (local variables, switched-off components) is in `.attrs["omitted"]`.
+        pandas is imported here, not at startup: the CLI does without it."""
         import pandas as pd
-        return pd.DataFrame(self.summary_rows(rows_per_variable), columns=list(SUMMARY_COLUMNS))
+        frame = pd.DataFrame(self.summary_rows(vars, rows_per_variable), columns=list(SUMMARY_COLUMNS))
+        frame.attrs["omitted"] = selection.omitted(self, vars)
+        return frame
 
-    def summary_rows(self, rows_per_variable: int | None = None) -> dict:
+    def summary_rows(self, vars=None, rows_per_variable: int | None = None) -> dict:  # noqa: A002
         """One row per element, as columns (`SUMMARY_COLUMNS` → list): variable, family, mean,
         sd and the 2.5%/97.5% quantiles (NaN for a Categorical).
 
-        `rows_per_variable` keeps the first rows of each variable (the terminal report); a
-        partially observed data variable contributes its imputed cells only."""
+        `vars` (glob patterns, a list or one comma-separated string) chooses the variables;
+        by default every variable that is not local. Components that the data switched off
+        are left out. `rows_per_variable` keeps the first rows of each variable (the terminal
+        report); a partially observed data variable contributes its imputed cells only."""
         table = {column: [] for column in SUMMARY_COLUMNS}
-        for name, m in self.marginals.items():
+        for name in selection.chosen(self, vars):
+            m = self.marginals[name]
             mean, sd = np.asarray(m.mean, dtype=float), np.asarray(m.sd, dtype=float)
             q = np.asarray(m.quantiles(QUANTILES), dtype=float)
             if q.shape[1:] != mean.shape:  # Categorical: quantiles of codes, not of probabilities
                 q = np.full((2,) + mean.shape, np.nan)
-            reported = _reported(m)
+            reported = self.reported(name)
             index = np.argwhere(reported)[:rows_per_variable]
             table["variable"] += _labels(name, index)
             table["family"] += [m.name] * len(index)
@@ -182,9 +108,52 @@ class Posterior:
                 table[column] += values[reported][:rows_per_variable].tolist()
         return table
 
+    def reported(self, name: str) -> np.ndarray:
+        """Which elements of `mean` a table lists: all of a latent variable but its switched-off
+        components, the missing cells of data."""
+        return _reported(self.marginals[name]) & ~selection.off_mask(self, name)
+
     def size(self, name: str) -> int:
-        """Number of reported elements of a variable (imputed cells only for data)."""
-        return int(np.sum(_reported(self.marginals[name])))
+        """Number of reported elements of a variable (see `reported`)."""
+        return int(np.sum(self.reported(name)))
+
+    def report(self, vars=None, title: str | None = None) -> str:  # noqa: A002
+        """The text report of `ppl infer`: the run in one paragraph, then the table."""
+        from ppl.report import infer_report
+        return infer_report(self, title, vars)
+
+    def save(self, path) -> None:
+        """Write the posterior as JSON (`ppl infer --output F.json`): the summary, the trace and
+        q itself (families and natural parameters), with the model and data it came from."""
+        from ppl.report import write_posterior
+        write_posterior(self, path)
+
+    @classmethod
+    def load(cls, path, model=None) -> "Posterior":
+        """Read a posterior saved by `save`; given `model` (a `Model` or a path), refuse one
+        fitted to another model, pointing at the first line where the two differ."""
+        from ppl.infer.saved import load
+        return load(path, model)
+
+    def to_arviz(self, draws: int = 1000, seed=None, vars=None):  # noqa: A002
+        """An `arviz.InferenceData` with `draws` draws from q of the variables `vars` (glob
+        patterns; all by default), the data and the ELBO trace (see `ppl.report.arviz`)."""
+        from ppl.report.arviz import to_arviz
+        return to_arviz(self, draws, seed, vars)
+
+    def plot(self, kind: str = "all", vars=None, path=None, **options):  # noqa: A002
+        """Plots of the ELBO trace, marginals against priors, components (`ppl.report.plots`)."""
+        from ppl.report.plots import plot
+        return plot(self, kind, vars, path, **options)
+
+    def __repr__(self) -> str:
+        status = "converged" if self.converged else "not converged"
+        return (f"Posterior(elbo={self.elbo:.6f}, {self.iterations} sweeps, {status}, "
+                f"variables={list(self.marginals)})")
+
+    def _repr_html_(self) -> str:
+        from ppl.report.html import posterior_html
+        return posterior_html(self)
 
     def to_json(self) -> dict:
         """The JSON document of `ppl infer --output F.json` (arrays as nested lists)."""
@@ -204,7 +173,7 @@ class Posterior:
                 "levels": {name: list(labels) for name, labels in self.levels.items()},
                 "seconds": self.seconds, "trace": list(self.trace), "trace_se": list(self.trace_se),
                 "elbo_terms": self.elbo_terms,
-                "notes": list(self.notes),
+                "notes": list(self.notes), "omitted": selection.omitted(self),
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}
@@ -231,59 +200,69 @@ def _list(array) -> list | float:
     return array.tolist()
 
 
-class JointDraws:
-    """Draws from a Normal–Wishart factor of q: Λ from its Wishart, then μ | Λ ~ N(m, (βΛ)⁻¹)."""
-
-    def __init__(self, mean: str, precision: str, family, natural, scalar: bool):
-        self.mean, self.precision = mean, precision
-        self.family, self.natural, self.scalar = family, natural, scalar
-
-    def draws(self, n: int, rng) -> dict:
-        p = self.family.params(self.natural)
-        lam = fam.Wishart(self.family.dim).sample(self.family.precision_natural(self.natural), rng, n)
-        cov = chol_inverse(p["beta"][..., None, None] * lam)
-        z = rng.standard_normal(lam.shape[:-1])
-        mu = p["mean"] + np.einsum("...ij,...j->...i", np.linalg.cholesky(cov), z)
-        if self.scalar:
-            return {self.mean: mu[..., 0], self.precision: lam[..., 0, 0]}
-        return {self.mean: mu, self.precision: lam}
-
-
 def build_posterior(problem, run, analysis) -> Posterior:
-    """Marginals for every latent variable (groups split in two) and imputed data cells."""
-    state = run.state
-    model = problem.model
-    marginals = {}
-    groups = {g.mean: g for g in analysis.groups}
-    partners = {g.precision for g in analysis.groups}
+    """Marginals for every latent variable (groups split in two) and imputed data cells, in the
+    order of the model's declarations, with what reports need to know about them."""
+    from ppl.graph.components import mixture_components
+    from ppl.infer.labels import dims_and_coords
+    state, model = run.state, problem.model
+    q = {}
     for name in model.variables:
-        if name in groups:
-            marginals.update(_split_group(problem, state, groups[name]))
-        elif name in partners:
-            continue
-        elif name in state.natural:
+        if name in state.natural:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
-            mask = problem.dataset.masks.get(name)
-            marginals[name] = FamilyMarginal(problem.families[name], nat, mask)
+            q[name] = FamilyMarginal(problem.families[name], nat, problem.dataset.masks.get(name))
     joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
                         state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
+    marginals = assemble(list(model.variables), q, joint)
+    components = {s: {v: a for v, a in members.items() if v in marginals}
+                  for s, members in mixture_components(model).items() if s in marginals}
+    data = problem.dataset.arrays
+    shapes = {n: draw_shape(m) for n, m in marginals.items()} | {n: np.shape(v) for n, v in data.items()}
+    dims, coords = dims_and_coords(model, problem.dataset, shapes, components)
+    scopes = {name: analysis.scopes.get(name, ("data",))[0] for name in marginals}
+    observed = tuple(n for n in data if model.factors_of(n))
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
-                     joint, run.trace_se)
+                     joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
+                     origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset)
 
 
-def _split_group(problem, state, group) -> dict:
-    key = group_key(group)
-    family = problem.families[key]
-    nat = state.natural[key].reshape(problem.shapes[key] + (-1,))
-    p = family.params(nat)
-    df = p["dof"] - family.dim + 1
-    scale = chol_inverse(p["scale"]) / (p["beta"] * df)[..., None, None]
-    wishart = family.precision_natural(nat)
-    if problem.model.variables[group.mean].dist == "Normal":  # one-dimensional: Normal–Gamma
-        w = fam.Wishart(1).params(wishart)
-        gamma = fam.Gamma().natural(shape=0.5 * w["dof"], rate=0.5 / w["scale"][..., 0, 0])
-        return {group.mean: _ScalarT(p["mean"], scale, df), group.precision: FamilyMarginal(fam.Gamma(), gamma)}
-    return {group.mean: StudentTMarginal(p["mean"], scale, df),
-            group.precision: FamilyMarginal(fam.Wishart(family.dim), wishart)}
+def assemble(order: list, q: dict, joint: list) -> dict:
+    """Marginals by name in `order`: a variable's own q, or a `@joint` group's two halves (mean
+    then precision) where its mean is declared."""
+    groups = {g.mean: g for g in joint}
+    partners = {g.precision for g in joint}
+    marginals = {}
+    for name in order:
+        if name in groups:
+            marginals.update(groups[name].marginals())
+        elif name in q and name not in partners:
+            marginals[name] = q[name]
+    return marginals
+
+
+def _priors(problem, state, q: dict) -> dict:
+    """Natural parameters of each variable's own `~` statement at the final q of its parents
+    (the prior itself when its parameters are constants), for plots against the prior."""
+    priors = {}
+    for name, marginal in q.items():
+        own = [f for f in problem.neighbours.get(name, ()) if getattr(f, "factor", None) is not None
+               and f.factor.target.name == name]
+        if own and len(own[0].reads.get(name, ())) == 1:  # the statement reads its target once
+            priors[name] = np.asarray(own[0].message(state, name)).reshape(marginal.natural.shape)
+    return priors
+
+
+def draw_shape(marginal) -> tuple:
+    """Shape of one draw: the mean's, without the probabilities axis of a Categorical."""
+    shape = np.shape(marginal.mean)
+    return shape[:-1] if marginal.name == "Categorical" else shape
+
+
+def origin(model, dataset) -> dict:
+    """What a saved posterior is checked against when loaded."""
+    import hashlib
+    text = model.source.text
+    return {"model": model.source.name, "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text,
+            "constants": dict(model.overrides), "data": dataset.source}

@@ -16,10 +16,14 @@ import numpy as np
 from ppl.diagnostics import OptionError
 
 
-def write_atomic(path, text: str) -> None:
-    path = Path(path)
+def require_folder(path: Path) -> None:
     if not path.parent.is_dir():
         raise OptionError("E320", f"cannot write {path}: folder {path.parent} does not exist")
+
+
+def write_atomic(path, text: str) -> None:
+    path = Path(path)
+    require_folder(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -30,15 +34,41 @@ def write_atomic(path, text: str) -> None:
         raise
 
 
-def write_posterior(posterior, path) -> None:
-    """`.json`: the whole result; `.csv`: the summary table, one row per element."""
+def write_posterior(posterior, path, vars=None, draws: int = 1000, seed=None) -> None:  # noqa: A002
+    """`.json`: the whole result, loadable (`ppl.Posterior.load`); `.csv`: the summary table in
+    the layout of CmdStan's `stansummary --csv`; `.nc`: ArviZ InferenceData as netCDF."""
+    from ppl.infer.saved import document
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
-        write_atomic(path, json.dumps(_finite(posterior.to_json()), indent=1) + "\n")
+        write_atomic(path, json.dumps(_finite(document(posterior)), indent=1) + "\n")
     elif suffix == ".csv":
-        write_atomic(path, _csv_text(posterior.summary_rows()))
+        write_atomic(path, summary_csv(posterior, vars))
+    elif suffix == ".nc":
+        from ppl.report.arviz import write_netcdf
+        write_netcdf(posterior, path, draws, seed, vars)
     else:
-        raise OptionError("E321", f"--output {path}: use a .json or .csv file name")
+        raise OptionError("E321", f"--output {path}: use a .json, .csv or .nc file name")
+
+
+def summary_csv(posterior, vars=None) -> str:  # noqa: A002
+    """The summary as CmdStan's `stansummary --csv` writes it: `#` comment lines about the run,
+    a header `name,Mean,StdDev,2.5%,50%,97.5%`, one row per element (plus the family). Means
+    and sds are exact marginals of q, so there are no MCSE, N_Eff or R_hat columns."""
+    from ppl.infer.selection import chosen, omitted
+    rows = posterior.summary_rows(vars)
+    medians = []
+    for name in chosen(posterior, vars):
+        m = posterior.marginals[name]
+        q = np.asarray(m.quantiles((0.5,)), dtype=float)
+        medians += (q[0][posterior.reported(name)].tolist() if q.shape[1:] == np.shape(m.mean)
+                    else [math.nan] * posterior.size(name))
+    columns = {"name": rows["variable"], "Mean": rows["mean"], "StdDev": rows["sd"], "2.5%": rows["q2.5"],
+               "50%": medians, "97.5%": rows["q97.5"], "family": rows["family"]}
+    status = "converged" if posterior.converged else "not converged"
+    comments = [f"# ppl posterior: model {posterior.origin.get('model', '?')}, data {posterior.origin.get('data', '?')}",
+                f"# ELBO {posterior.elbo!r} after {posterior.iterations} sweeps ({status})"]
+    comments += [f"# {line}" for line in omitted(posterior, vars)]
+    return "\n".join(comments) + "\n" + _csv_text(columns)
 
 
 def write_draws(posterior, n: int, seed, path) -> None:

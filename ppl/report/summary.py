@@ -1,4 +1,5 @@
-"""The terminal report of `ppl infer`: the run in one paragraph, then a table of marginals."""
+"""The terminal report of `ppl infer`: the run in one paragraph, then a table of marginals,
+then one line for each thing the table leaves out (local variables, switched-off components)."""
 
 from __future__ import annotations
 
@@ -6,30 +7,37 @@ from itertools import groupby
 
 import numpy as np
 
+from ppl.infer import selection
+
 from ppl.report.tables import format_table
 
 ROWS_PER_VARIABLE = 8
 
 
-def infer_report(posterior, title: str) -> str:
+def infer_report(posterior, title: str | None = None, vars=None) -> str:  # noqa: A002
     status = "converged" if posterior.converged else "did NOT converge (raise --max-iter or check the model)"
     rules = sorted({t.rule for t in posterior.tags})
-    lines = [title,
-             f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
-             f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}"]
+    lines = [title] if title else []
+    lines += [f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
+              f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}"]
     lines += [f"note: {n}" for n in posterior.notes] + [""]
-    table = posterior.summary_rows(ROWS_PER_VARIABLE)
+    table = posterior.summary_rows(vars, ROWS_PER_VARIABLE)
     rows = []
     by_variable = groupby(zip(*table.values()), key=lambda row: row[0].partition("[")[0])
     for variable, group in by_variable:
-        shown = [[label, family, *map(_num, numbers)] for label, family, *numbers in group]
+        shown = [[label, family, *map(number, numbers)] for label, family, *numbers in group]
         rows += shown
         more = posterior.size(variable) - len(shown)
         if more > 0:
             rows.append([f"(+{more} more)", "", "", "", "", ""])
-    lines.append(format_table(["variable", "family", "mean", "sd", "2.5%", "97.5%"], rows))
+    if rows:
+        lines.append(format_table(["variable", "family", "mean", "sd", "2.5%", "97.5%"], rows))
+    omitted = selection.omitted(posterior, vars)
+    if omitted:
+        lines += [""] + omitted
     return "\n".join(lines) + "\n"
 
 
-def _num(x: float) -> str:
+def number(x: float) -> str:
+    """Four significant digits; `-` for a missing value."""
     return "-" if np.isnan(x) else f"{x:.4g}"

@@ -1,0 +1,139 @@
+"""Marginals of q, one object per reported variable: `mean`, `sd`, `quantiles(qs)`, `draws(n)`
+and `params()`, each in the variable's shape (plates + event).
+
+A variable in an exponential family is a `FamilyMarginal` over its natural parameters. A
+`@joint` Normal–Wishart group (`JointDraws`) is reported as two marginals: the mean's is a
+Student-t, the precision's a Wishart (or Gamma); its draws stay joint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from ppl import families as fam
+from ppl.families.base import chol_inverse
+
+
+class FamilyMarginal:
+    """q of one variable in an exponential family (natural parameters with plate axes)."""
+
+    def __init__(self, family, natural: np.ndarray, observed_mask=None):
+        self.family = family
+        self.natural = natural
+        self.observed_mask = observed_mask  # partially observed data: True where a cell was observed
+
+    @property
+    def name(self) -> str:
+        return self.family.name
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.family.mean(self.natural)
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self.family.sd(self.natural)
+
+    def quantiles(self, qs) -> np.ndarray:
+        return self.family.quantiles(self.natural, np.asarray(qs))
+
+    def draws(self, n: int, rng) -> np.ndarray:
+        return self.family.sample(self.natural, rng, n)
+
+    def params(self) -> dict:
+        return self.family.params(self.natural)
+
+
+class StudentTMarginal:
+    """The marginal of μ under a Normal–Wishart q: a multivariate Student-t with location
+    `mean`, scale matrix `scale` = W⁻¹/(β·df) and df = ν − D + 1 degrees of freedom (its
+    variance is infinite when df ≤ 2, as for a component the data switched off)."""
+
+    name = "StudentT"
+
+    def __init__(self, mean, scale, df):
+        self._mean = mean
+        self.scale = scale
+        self.df = df
+
+    @property
+    def mean(self):
+        return self._mean
+
+    def _marginal_scale(self):
+        return np.sqrt(np.diagonal(self.scale, axis1=-2, axis2=-1))
+
+    @property
+    def sd(self):
+        df = self.df[..., None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(df > 2, self._marginal_scale() * np.sqrt(df / np.maximum(df - 2, 1e-300)), np.inf)
+
+    def quantiles(self, qs):
+        qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
+        return self._mean + self._marginal_scale() * special.stdtrit(self.df[..., None], qs)
+
+    def draws(self, n, rng):
+        chol = np.linalg.cholesky(self.scale)
+        z = rng.standard_normal((n,) + self._mean.shape)
+        g = rng.chisquare(self.df, size=(n,) + self.df.shape) / self.df
+        return self._mean + np.einsum("...ij,...j->...i", chol, z) / np.sqrt(g)[..., None]
+
+    def params(self) -> dict:
+        return {"mean": self._mean, "scale": self.scale, "df": self.df}
+
+
+class _ScalarT(StudentTMarginal):
+    """A one-dimensional Student-t (the mean of a Normal–Gamma), shaped like its plates."""
+
+    def __init__(self, mean, scale, df):
+        super().__init__(mean[..., 0], scale, df)
+
+    def _marginal_scale(self):
+        return np.sqrt(self.scale[..., 0, 0])
+
+    @property
+    def sd(self):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.df > 2, self._marginal_scale() * np.sqrt(self.df / np.maximum(self.df - 2, 1e-300)),
+                            np.inf)
+
+    def quantiles(self, qs):
+        qs = np.asarray(qs).reshape((-1,) + (1,) * self._mean.ndim)
+        return self._mean + self._marginal_scale() * special.stdtrit(self.df, qs)
+
+    def draws(self, n, rng):
+        return self._mean + self._marginal_scale() * rng.standard_t(self.df, size=(n,) + np.shape(self._mean))
+
+
+class JointDraws:
+    """Draws from a Normal–Wishart factor of q: Λ from its Wishart, then μ | Λ ~ N(m, (βΛ)⁻¹)."""
+
+    def __init__(self, mean: str, precision: str, family, natural, scalar: bool):
+        self.mean, self.precision = mean, precision
+        self.family, self.natural, self.scalar = family, natural, scalar
+
+    def draws(self, n: int, rng) -> dict:
+        p = self.family.params(self.natural)
+        lam = fam.Wishart(self.family.dim).sample(self.family.precision_natural(self.natural), rng, n)
+        cov = chol_inverse(p["beta"][..., None, None] * lam)
+        z = rng.standard_normal(lam.shape[:-1])
+        mu = p["mean"] + np.einsum("...ij,...j->...i", np.linalg.cholesky(cov), z)
+        if self.scalar:
+            return {self.mean: mu[..., 0], self.precision: lam[..., 0, 0]}
+        return {self.mean: mu, self.precision: lam}
+
+    def marginals(self) -> dict:
+        """The group as two marginals: a Student-t mean and a Wishart (or Gamma) precision."""
+        family, nat = self.family, self.natural
+        p = family.params(nat)
+        df = p["dof"] - family.dim + 1
+        scale = chol_inverse(p["scale"]) / (p["beta"] * df)[..., None, None]
+        wishart = family.precision_natural(nat)
+        if self.scalar:  # one-dimensional: Normal–Gamma
+            w = fam.Wishart(1).params(wishart)
+            gamma = fam.Gamma().natural(shape=0.5 * w["dof"], rate=0.5 / w["scale"][..., 0, 0])
+            return {self.mean: _ScalarT(p["mean"], scale, df), self.precision: FamilyMarginal(fam.Gamma(), gamma)}
+        return {self.mean: StudentTMarginal(p["mean"], scale, df),
+                self.precision: FamilyMarginal(fam.Wishart(family.dim), wishart)}

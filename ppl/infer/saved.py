@@ -1,0 +1,112 @@
+"""A posterior on disk and back: the JSON of `ppl infer --output post.json` holds the summary
+for readers and, under `q`, what rebuilds the `Posterior` exactly: each variable's family and
+natural parameters (non-finite entries as strings), the `@joint` groups, the trace, scopes,
+components, axis names and coordinates, and the model text, its hash and the data source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ppl import families as fam
+from ppl.diagnostics import ModelError, OptionError, Source, Span
+from ppl.infer.marginals import FamilyMarginal, JointDraws
+
+FORMAT = "ppl-posterior/1"
+
+
+def document(posterior) -> dict:
+    """The JSON document of a posterior: its summary (`to_json`) and its q."""
+    from ppl.infer.selection import chosen
+    shown = set(chosen(posterior))  # priors of the variables a plot shows by default
+    doc = posterior.to_json()
+    doc["format"] = FORMAT
+    doc["q"] = {
+        "order": list(posterior.marginals),
+        "variables": {name: {"family": _family(m.family), "natural": _array(m.natural),
+                             "observed": None if m.observed_mask is None else _array(m.observed_mask)}
+                      for name, m in posterior.marginals.items() if isinstance(m, FamilyMarginal)
+                      and not any(name in (g.mean, g.precision) for g in posterior.joint)},
+        "joint": [{"mean": g.mean, "precision": g.precision, "family": _family(g.family),
+                   "natural": _array(g.natural), "scalar": g.scalar} for g in posterior.joint],
+        "scopes": posterior.scopes, "components": posterior.components,
+        "dims": {k: list(v) for k, v in posterior.dims.items()}, "coords": posterior.coords,
+        "term_trace": posterior.term_trace, "restart": posterior.restart,
+        "priors": {name: _array(nat) for name, nat in posterior.priors.items() if name in shown},
+        "observed": list(posterior.observed),
+    }
+    doc["origin"] = posterior.origin
+    return doc
+
+
+def load(path, model=None):
+    """The `Posterior` saved at `path`; checked against `model` (a `Model` or a path) if given."""
+    from ppl.graph.analyze import Tag
+    from ppl.infer.posterior import Posterior, assemble
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OptionError("E341", f"cannot read posterior file {path}: {getattr(exc, 'strerror', None) or exc}") \
+            from None
+    except json.JSONDecodeError as exc:
+        raise OptionError("E341", f"{path}:{exc.lineno}:{exc.colno}: not a JSON file ({exc.msg})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or "q" not in doc:
+        raise OptionError("E342", f"{path} is not a posterior saved by ppl (no `format: {FORMAT}`)",
+                          hint="write one with `ppl infer MODEL DATA --output post.json` or `Posterior.save`")
+    if model is not None:
+        check_model(doc["origin"], model, path)
+    q = doc["q"]
+    own = {name: FamilyMarginal(_unfamily(v["family"]), _unarray(v["natural"]),
+                                None if v["observed"] is None else _unarray(v["observed"]).astype(bool))
+           for name, v in q["variables"].items()}
+    joint = [JointDraws(g["mean"], g["precision"], _unfamily(g["family"]), _unarray(g["natural"]), g["scalar"])
+             for g in q["joint"]]
+    tags = tuple(Tag(t["factor"], t["variable"], "", "", t["rule"], t["reason"]) for t in doc["factors"])
+    return Posterior(assemble(q["order"], own, joint), doc["elbo"], doc["trace"], doc["elbo_terms"],
+                     doc["iterations"], doc["converged"], doc["seconds"], tags, doc["levels"], q["restart"],
+                     doc["notes"], joint, doc["trace_se"], q["scopes"], q["components"],
+                     {k: tuple(v) for k, v in q["dims"].items()}, q["coords"], q["term_trace"], doc["origin"],
+                     {k: _unarray(v) for k, v in q["priors"].items()}, tuple(q["observed"]))
+
+
+def check_model(origin: dict, model, path) -> None:
+    """Refuse a posterior fitted to another model text or other constants (`--set`)."""
+    import ppl
+    model = model if isinstance(model, ppl.Model) else ppl.load(model)
+    text, name = model.text, model.name
+    if text != origin["text"]:
+        ours, theirs = text.splitlines(), origin["text"].splitlines()
+        line = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+        line = min(line + 1, max(len(ours), 1))
+        span = Span(line, 1, line, len(ours[line - 1]) + 1 if ours else 1, Source(text, name))
+        raise ModelError("E343", f"{path} was fitted to another model ({origin['model']}, sha256 "
+                                 f"{origin['sha256'][:12]}): the texts first differ at this line", span=span,
+                         hint=f"fit this model again, or load the posterior with {origin['model']}")
+    if dict(model.checked.overrides) != origin["constants"]:
+        raise ModelError("E344", f"{path} was fitted with constants {origin['constants'] or 'as written'}, "
+                                 f"this model has {dict(model.checked.overrides) or 'them as written'}",
+                         hint="pass the same --set values")
+
+
+def _family(family) -> dict:
+    return {"class": type(family).__name__, "args": dataclasses.asdict(family)}
+
+
+def _unfamily(spec: dict):
+    return getattr(fam, spec["class"])(**spec["args"])
+
+
+def _array(values) -> dict:
+    """Shape and flat values; ±inf and NaN (not JSON) as strings."""
+    values = np.asarray(values, dtype=float)
+    flat = [x if np.isfinite(x) else str(x) for x in values.ravel().tolist()]
+    return {"shape": list(values.shape), "data": flat}
+
+
+def _unarray(spec: dict) -> np.ndarray:
+    return np.array([float(x) for x in spec["data"]], dtype=float).reshape(spec["shape"])

@@ -1,0 +1,98 @@
+"""`Posterior.to_arviz`: az.summary of the draws agrees with ppl's exact marginals within Monte
+Carlo error, the axes carry the model's names and labels, and `--output post.nc` loads back."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import ppl
+
+az = pytest.importorskip("arviz")
+xr = pytest.importorskip("xarray")
+MODELS = Path(__file__).resolve().parents[1] / "models"
+DRAWS = 4000
+
+
+def fit(name, **options):
+    return ppl.load(MODELS / f"{name}.vim").infer(MODELS / f"{name}.csv", seed=0, **options)
+
+
+def assert_within_mc_error(post, names):
+    """Every listed element's az.summary mean and sd against q's exact mean and sd, to within
+    z Monte Carlo standard errors, z = Φ⁻¹(1 − 0.001 / 2m) for m comparisons (a 0.1%
+    family-wise level). The SE of a mean is sd/√n; that of an sd is sd·√((κ − 1)/4n), κ the
+    kurtosis of the draws (skewed Dirichlet entries have a large one)."""
+    idata = post.to_arviz(DRAWS, seed=1, vars=names)
+    checked = 0
+    for name in names:
+        table = az.summary(idata, var_names=[name], kind="stats", round_to="none")
+        shape = np.shape(post[name].mean)
+        mean, sd = table["mean"].to_numpy().reshape(shape), table["sd"].to_numpy().reshape(shape)
+        draws = idata.posterior[name].values[0]
+        kurtosis = stats.kurtosis(draws, axis=0, fisher=False)
+        listed = post.reported(name)
+        exact_mean, exact_sd = post[name].mean[listed], post[name].sd[listed]
+        se_mean = exact_sd / np.sqrt(DRAWS)
+        se_sd = exact_sd * np.sqrt(np.maximum(kurtosis[listed] - 1, 1e-12) / (4 * DRAWS))
+        m = 2 * listed.sum()
+        z = stats.norm.isf(0.001 / (2 * m))
+        assert np.all(np.abs(mean[listed] - exact_mean) <= z * se_mean + 1e-12), name
+        assert np.all(np.abs(sd[listed] - exact_sd) <= z * se_sd + 1e-12), name
+        checked += listed.sum()
+    assert checked > 0
+
+
+def test_gmm_summary_within_mc_error_and_named_axes():
+    post = fit("gmm")
+    assert_within_mc_error(post, ["pi", "mu", "Lambda"])
+    idata = post.to_arviz(100, seed=0)
+    assert idata.posterior["mu"].dims == ("chain", "draw", "K", "D")
+    assert idata.posterior["pi"].dims == ("chain", "draw", "K")  # the weights share the component axis
+    assert idata.posterior["K"].values.tolist() == [1, 2, 3, 4, 5, 6]  # 1-based, as in the model
+    assert set(np.unique(idata.posterior["z"].values)) <= set(range(1, 7))  # categories 1..K
+    np.testing.assert_allclose(idata.observed_data["x"].values, np.loadtxt(MODELS / "gmm.csv", delimiter=",",
+                                                                            skiprows=1))
+    assert idata.elbo_trace["elbo"].values[-1] == pytest.approx(post.elbo)
+
+
+def test_logistic_regression_summary_within_mc_error():
+    post = fit("logistic_regression")
+    assert_within_mc_error(post, ["w"])
+
+
+def test_lda_summary_within_mc_error_and_word_labels():
+    post = fit("lda")
+    assert_within_mc_error(post, ["beta", "theta"])
+    idata = post.to_arviz(10, seed=0, vars="beta")
+    assert idata.posterior["beta"].dims == ("chain", "draw", "K", "V")
+    words = [str(w) for w in post.levels["word"]]
+    assert idata.posterior["V"].values.tolist() == words  # the CSV's labels
+    assert "word" in idata.observed_data and "doc" in idata.constant_data
+
+
+def test_netcdf_output_loads_back_with_xarray(tmp_path):
+    from ppl.cli import main
+    out = tmp_path / "post.nc"
+    assert main(["infer", str(MODELS / "eight_schools.vim"), str(MODELS / "eight_schools.csv"), "--seed", "0",
+                 "--quiet", "--output", str(out), "--draws", "500", "--trace-terms"]) == 0
+    post = xr.open_dataset(out, group="posterior")
+    assert post["theta"].shape == (1, 500, 8) and post["theta"].dims == ("chain", "draw", "J")
+    trace = xr.open_dataset(out, group="elbo_trace")
+    terms = trace["elbo_term"].values[-1]
+    assert terms.sum() == pytest.approx(trace["elbo"].values[-1], rel=1e-9)  # the terms add up to the ELBO
+    assert xr.open_dataset(out, group="observed_data")["y"].values.tolist() == \
+        [28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]
+    assert az.from_netcdf(out).posterior["mu"].shape == (1, 500)
+
+
+def test_group_axis_carries_the_csv_labels_and_plot_posterior_draws_it():
+    import matplotlib
+    matplotlib.use("Agg")
+    post = fit("hierarchical_logistic")
+    idata = post.to_arviz(200, seed=0, vars="mu_a,a")
+    assert idata.posterior["a"].dims == ("chain", "draw", "G")
+    assert idata.posterior["G"].values.tolist() == [str(s) for s in post.levels["site"]]
+    axes = az.plot_posterior(idata, var_names=["a"])
+    assert np.size(axes) == len(post.levels["site"])
