@@ -42,7 +42,7 @@ class Model:
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
-              progress=None):
+              progress=None, schedule: str | None = None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -63,13 +63,18 @@ class Model:
             Rule per factor, as ``--method`` does (``{"y": "cvi"}``).
         time_limit : float, optional
             Seconds after which the run stops (reported as not converged).
+        schedule : str, optional
+            How steps visit the groups, overriding the model's `schedule` statement:
+            ``"svi(batch=64)"`` for stochastic VI in minibatches of 64 groups
+            (docs/rules/svi.md); default batch VMP.
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
+        from ppl.lang.schedule import parse_schedule
         model = self.with_constants(**set) if set else self
         dataset = model.bind(data)
         analysis = model.analyze(dataset, methods)
-        problem = build_problem(model.checked, dataset, analysis)
+        problem = build_problem(model.checked, dataset, analysis, parse_schedule(schedule) if schedule else None)
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit)
         return build_posterior(problem, run(problem, options, progress), analysis)
 

@@ -55,6 +55,8 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
     infer.add_argument("--tol", type=float, default=1e-6, help="relative ELBO change to stop at (default 1e-6)")
+    infer.add_argument("--schedule", metavar="SCHEDULE", help="how steps visit the groups of the data, e.g. "
+                       "'svi(batch=64)' (overrides the model's `schedule` statement; default batch)")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE", help="write results to FILE.json or FILE.csv")
@@ -125,7 +127,7 @@ def _infer(args, constants) -> int:
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                             restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
-                            progress=progress)
+                            progress=progress, schedule=args.schedule)
     if progress is not None:
         progress.close()
     if args.output:
