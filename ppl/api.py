@@ -35,10 +35,16 @@ class Model:
         from ppl.graph import analyze
         return analyze(self.checked, dataset, methods)
 
-    def check_report(self, data=None, methods: dict | None = None) -> dict:
+    def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None) -> dict:
         """The `ppl check --format json` document."""
+        from ppl.infer.schedule.plan import schedule_report
+        from ppl.lang.schedule import parse_schedule
         dataset = self.bind(data) if data is not None else None
-        return self.analyze(dataset, methods).to_json(self.checked, self.graph(dataset))
+        analysis = self.analyze(dataset, methods)
+        report = analysis.to_json(self.checked, self.graph(dataset))
+        report["schedule"] = schedule_report(self.checked, analysis.scopes,
+                                             parse_schedule(schedule) if schedule else None)
+        return report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,

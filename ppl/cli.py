@@ -48,6 +48,7 @@ def parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="parse, check shapes and print the rule chosen for every factor")
     common(check)
     check.add_argument("--format", choices=("table", "json"), default="table")
+    check.add_argument("--schedule", metavar="SCHEDULE", help="show the plan of this schedule, e.g. 'svi(batch=64)'")
     graph = sub.add_parser("graph", help="print the factor graph as Graphviz DOT")
     common(graph)
     infer = sub.add_parser("infer", help="fit the approximate posterior and print it with the ELBO")
@@ -94,7 +95,7 @@ def _check(args, constants) -> int:
     import ppl
     from ppl.report import check_report
     model = ppl.load(args.model, set=constants)
-    report = model.check_report(args.data, dict(args.method))
+    report = model.check_report(args.data, dict(args.method), args.schedule)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:

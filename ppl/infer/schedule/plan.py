@@ -53,3 +53,21 @@ def plan_for(model, scopes: dict, latent: list, span=None) -> Plan:
 def _plates(model, name: str) -> tuple:
     """Plates of a variable, or of the mean of a `@joint` group keyed `(mu, Lambda)`."""
     return model.variables[name.strip("()").split(",")[0].strip()].plates
+
+
+def schedule_report(model, scopes: dict, spec) -> dict:
+    """What `ppl check` says of the schedule: its description, and the plan it would run on."""
+    from ppl.lang.schedule import ScheduleSpec
+    spec = spec or model.schedule or ScheduleSpec()
+    latent = [n for n, v in model.variables.items() if v.kind == "latent"]
+    report = {"name": spec.name, "description": spec.describe(), "estep": "vmp", "mstep": spec.name}
+    try:
+        plan = plan_for(model, scopes, latent, spec.span)
+    except Unsupported as exc:
+        if spec.stochastic:
+            raise
+        report["plan"] = f"no minibatch schedule: {exc.message}"
+        return report
+    report.update(plan=plan.describe(), group_plate=plan.group_dim, group_column=plan.group_column,
+                  globals=list(plan.globals), locals=list(plan.locals))
+    return report
