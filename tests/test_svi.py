@@ -179,3 +179,64 @@ def test_fit_locals_stops_when_the_locals_settle():
     state = initialise(problem, np.random.default_rng(0))
     # z depends on the globals only: the second sweep changes nothing
     assert fit_locals(problem, state, ["z"], 50, 1e-12) == 2
+
+
+# ---- SSMF (Hoffman 2014)
+
+def test_ssmf_message_is_unbiased_for_the_counts_when_the_locals_ignore_the_draw():
+    """E_u[F⁻¹ Jᵀ c] = F⁻¹ ∇²A c = c (eq. 27): with a β-independent local q the reparameterised
+    step (eq. 26) and SSMF-A's (eq. 29) agree in expectation (eq. 30 vanishes)."""
+    from ppl.infer.schedule.sampled import pin_draws, ssmf_message
+    from ppl.infer.state import State
+    from ppl.families import Dirichlet
+    alpha = np.array([[2.0, 0.7, 3.5, 1.2]])
+    counts = np.array([[3.0, 0.0, 5.0, 1.0]])
+    state = State({"beta": Dirichlet(4)}, {"beta": (1,)})
+    state.set("beta", alpha - 1.0)
+    rng = np.random.default_rng(0)
+    messages = np.array([ssmf_message(alpha - 1.0, counts, pin_draws(state, ["beta"], rng, True)["beta"])[0]
+                         for _ in range(20000)])
+    se = messages.std(axis=0) / np.sqrt(len(messages))
+    assert np.all(np.abs(messages.mean(axis=0) - counts[0]) < 4 * se)
+    assert messages.std(axis=0).max() > 1.0  # each draw's message is noisy; only its mean is c
+
+
+def test_gibbs_e_step_matches_exact_enumeration_on_a_tiny_document(tmp_path):
+    """One document of three tokens, K = 2 topics pinned at β: the Gibbs E-step's averaged
+    conditionals of z equal p(z_t | w, β) with θ integrated out, by enumerating 2³ assignments."""
+    import itertools
+    from scipy.special import gammaln
+    from ppl.infer.schedule.sampled import gibbs
+    text = open("models/lda.vim").read().replace("const K = 10", "const K = 2")
+    path = tmp_path / "doc.csv"
+    path.write_text("doc,word\n1,a\n1,b\n1,a\n")
+    model = ppl.compile(text, set={"alpha": 1.0})  # alpha = 0.1 mixes too slowly for a short chain
+    dataset = model.bind(str(path))
+    problem = build_problem(model.checked, dataset, model.analyze(dataset), ScheduleSpec("ssmf_a", batch=1))
+    beta = np.array([[0.8, 0.2], [0.3, 0.7]])
+    state = initialise(problem, np.random.default_rng(0))
+    state.set("beta", state.natural["beta"], moments=np.log(beta))
+    gibbs(problem, state, ["z", "theta"], 6000, np.random.default_rng(1))
+    words, alpha = np.array([0, 1, 0]), 1.0
+    weights, marginal = [], np.zeros((3, 2))
+    for z in itertools.product(range(2), repeat=3):
+        n = np.bincount(z, minlength=2)
+        log_p = np.sum(np.log(beta[list(z), words])) + np.sum(gammaln(alpha + n)) - gammaln(2 * alpha + 3)
+        weights.append(np.exp(log_p))
+        marginal[np.arange(3), list(z)] += weights[-1]
+    marginal /= np.sum(weights)
+    np.testing.assert_allclose(state.moments("z"), marginal, atol=0.01)
+
+
+@pytest.mark.parametrize("schedule", ["ssmf(batch=20)", "ssmf_a(batch=20, estep=gibbs, inner=10)"])
+def test_ssmf_runs_lda_and_keeps_valid_topics(schedule):
+    post = ppl.load("models/lda.vim").infer("models/lda.csv", seed=0, schedule=schedule, max_iter=15)
+    assert np.isfinite(post.elbo)
+    batch = -71955.8  # batch VMP on the same data: the sampled steps land within 5% of it
+    assert post.elbo > batch * 1.05
+
+
+def test_ssmf_refuses_a_global_it_cannot_reparameterise():
+    with pytest.raises(ModelError) as info:
+        ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0, schedule="ssmf(batch=50)", max_iter=3)
+    assert info.value.code == "E500" and "ssmf_a" in str(info.value)

@@ -2,6 +2,7 @@
 
     schedule batch                           every group each step, globals by plain VMP (the default)
     schedule svi(batch=64, kappa=0.7)        minibatches of 64 groups, mean-field natural-gradient steps
+    schedule ssmf(batch=64, estep=gibbs)     the locals' exact conditional given sampled globals (Hoffman 2014)
 
 The same text after `--schedule` on the command line (`--schedule 'svi(batch=64)'`) or as
 `schedule=` in `Model.infer` overrides the model file's. This module is the vocabulary and
@@ -15,11 +16,14 @@ from dataclasses import dataclass
 from ppl.diagnostics import ModelError, nearest
 from ppl.lang import ast
 
-# M-steps: batch (ρ = 1, every group), svi (Hoffman et al. 2013)
-SCHEDULES = ("batch", "svi")
-STOCHASTIC_OPTIONS = ("batch", "kappa", "tau", "ramp", "passes")
+# M-steps: batch (ρ = 1, every group), svi (Hoffman et al. 2013), ssmf and ssmf_a (Hoffman 2014,
+# Alg. 1 and 2: the step through globals sampled from q)
+SCHEDULES = ("batch", "svi", "ssmf", "ssmf_a")
+ESTEPS = ("vmp", "gibbs")
+STOCHASTIC_OPTIONS = ("batch", "kappa", "tau", "ramp", "passes", "estep")
 LOCAL_OPTIONS = ("inner", "local_tol")
-OPTIONS = {"batch": LOCAL_OPTIONS, "svi": STOCHASTIC_OPTIONS + LOCAL_OPTIONS}
+OPTIONS = {"batch": LOCAL_OPTIONS, "svi": STOCHASTIC_OPTIONS + LOCAL_OPTIONS,
+           "ssmf": STOCHASTIC_OPTIONS + LOCAL_OPTIONS, "ssmf_a": STOCHASTIC_OPTIONS + LOCAL_OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class ScheduleSpec:
     passes: float | None = None  # passes over the groups at most (stochastic schedules)
     inner: int | None = None  # E-step sweeps at most; default 1 in batch, 100 in a stochastic schedule
     local_tol: float = 1e-3
+    estep: str = "vmp"  # vmp: mean field on the block; gibbs: its exact conditional, by sampling
     span: object = None
 
     @property
@@ -57,7 +62,8 @@ class ScheduleSpec:
                  else "local blocks once")
         if not self.stochastic:
             return f"batch: every group each sweep, {local}"
-        return (f"{self.name.replace('_', '-')}: minibatches of {self.batch} groups, step (tau + t)^-kappa = "
+        return (f"{self.name.replace('_', '-')}: minibatches of {self.batch} groups, E-step {self.estep}, "
+                f"step (tau + t)^-kappa = "
                 f"({self.tau:g} + t)^-{self.kappa:g}, " + ("N_t ramp, " if self.ramp else "") +
                 local)
 
@@ -70,6 +76,7 @@ _CHECKS = {
     "passes": (lambda v: v > 0, "positive"),
     "inner": (lambda v: isinstance(v, int) and v >= 1, "a positive integer"),
     "local_tol": (lambda v: v > 0, "positive"),
+    "estep": (lambda v: v in ESTEPS, " or ".join(ESTEPS)),
 }
 
 
@@ -102,7 +109,8 @@ def schedule_spec(item: ast.Schedule) -> ScheduleSpec:
             raise ModelError("E292", f"schedule `{item.name}` has no option `{key}`", span=value.span,
                              expected=", ".join(OPTIONS[item.name]))
         test, wanted = _CHECKS[key]
-        number = value.value if isinstance(value, ast.Number) else None
+        number = value.value if isinstance(value, ast.Number) else value.id if key == "estep" and \
+            isinstance(value, ast.Name) else None
         if number is None or not test(number):
             raise ModelError("E293", f"schedule option `{key}` must be {wanted}", span=value.span)
         values[key] = bool(number) if key == "ramp" else number

@@ -60,7 +60,8 @@ def schedule_report(model, scopes: dict, spec) -> dict:
     from ppl.lang.schedule import ScheduleSpec
     spec = spec or model.schedule or ScheduleSpec()
     latent = [n for n, v in model.variables.items() if v.kind == "latent"]
-    report = {"name": spec.name, "description": spec.describe(), "estep": "vmp", "mstep": spec.name}
+    report = {"name": spec.name, "description": spec.describe(), "estep": spec.estep,
+              "mstep": spec.name.replace("_", "-")}
     try:
         plan = plan_for(model, scopes, latent, spec.span)
     except Unsupported as exc:

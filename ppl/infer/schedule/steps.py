@@ -57,12 +57,16 @@ def data_factors(problem, plan) -> set:
             if f.factor.target.name in problem.model.data or f.factor.target.name in plan.locals}
 
 
-def global_step(problem, state, name: str, scale: float, rho: float, data: set) -> None:
-    """λ ← (1 − ρ) λ + ρ (prior messages + scale · data messages) for the global `name`."""
+def global_step(problem, state, name: str, scale: float, rho: float, data: set, transform=None) -> None:
+    """λ ← (1 − ρ) λ + ρ (prior messages + scale · data messages) for the global `name`; the
+    data messages pass through `transform(λ, m)` first when given (SSMF's eq. 26)."""
     prior = sum(f.message(state, name) for f in problem.neighbours[name] if f.name not in data)
     observed = sum(f.message(state, name) for f in problem.neighbours[name] if f.name in data)
+    if transform is not None:
+        observed = transform(state.natural[name], observed)
     target = prior + scale * observed
-    if name in problem.guarded:
-        state.set(name, shrink_until_valid(state.families[name], state.natural[name], target, rho))
-    else:
-        state.set(name, (1 - rho) * state.natural[name] + rho * target if rho < 1.0 else target)
+    family = state.families[name]
+    new = (1 - rho) * state.natural[name] + rho * target if rho < 1.0 else target
+    if name in problem.guarded or not np.all(family.valid(new)):  # a step that leaves the parameter space
+        new = shrink_until_valid(family, state.natural[name], target, rho)
+    state.set(name, new)

@@ -17,6 +17,7 @@ from ppl.data.groups import Groups
 from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
+from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
 from ppl.infer.schedule.steps import data_factors, fit_locals, global_step
 
 SMOOTHING = 10  # steps averaged on each side of the convergence test, at least
@@ -69,16 +70,24 @@ class SVI:
             state.set(name, natural.copy())
         return problem, state
 
-    def e_step(self, problem, state) -> int:
-        """The local blocks of the bound groups to convergence, starting from the globals."""
+    def e_step(self, problem, state, estep: str = "vmp") -> int:
+        """The local blocks of the bound groups, starting from the globals: mean field to
+        convergence, or Gibbs sweeps over their exact conditional."""
         touches = {n for f in problem.factors if set(f.reads) & set(self.plan.globals) for n in f.reads}
         order = [n for n in self.plan.locals if n in touches] + [n for n in self.plan.locals if n not in touches]
+        if estep == "gibbs":
+            fit_locals(problem, state, order, 1, self.spec.local_tol)  # a start for the chain
+            return gibbs(problem, state, order, self.spec.local_sweeps, self.rng)
         return fit_locals(problem, state, order, self.spec.local_sweeps, self.spec.local_tol)
 
-    def m_step(self, problem, state, scale: float, rho: float) -> None:
+    def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
         data = data_factors(problem, self.plan)
         for name in self.plan.globals:
-            global_step(problem, state, name, scale, rho, data)
+            transform = None
+            if draws is not None:
+                def transform(natural, counts, draw=draws[name]):
+                    return ssmf_message(natural, counts, draw)
+            global_step(problem, state, name, scale, rho, data, transform)
             self.globals[name] = state.natural[name]
 
     def estimate(self, problem, state, scale: float) -> float:
@@ -103,13 +112,20 @@ class SVI:
                 break
 
     def step(self, t: int) -> float:
+        """One step; returns the minibatch's ELBO estimate (under ssmf and ssmf-a, with the locals
+        fitted at the draw: a plug-in, not a bound)."""
         groups = self.batches.next()
         problem, state = self.bind(groups)
-        self.e_step(problem, state)
+        sampled = self.spec.name in ("ssmf", "ssmf_a")
+        draws = pin_draws(state, self.plan.globals, self.rng, self.spec.name == "ssmf") if sampled else None
+        self.e_step(problem, state, self.spec.estep)
+        if sampled:
+            unpin(state, self.plan.globals)
         full = self.groups.groups / len(groups)
         value = self.estimate(problem, state, full)
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
-        self.m_step(problem, state, seen / len(groups), step_size(self.spec, t))
+        self.m_step(problem, state, seen / len(groups), step_size(self.spec, t),
+                    draws if self.spec.name == "ssmf" else None)
         return value
 
     def final_state(self):
@@ -156,7 +172,7 @@ def run_svi(problem, options, rng, progress, start: float):
     recent = np.asarray(trace[-window:])
     se = float(recent.std(ddof=1) / np.sqrt(len(recent))) if len(recent) > 1 else 0.0
     notes = list(problem.notes) + [
-        f"svi: {t} steps of {svi.batches.size} groups ({svi.batches.passes:.3g} passes over {svi.groups.groups} "
+        f"{svi.spec.name.replace('_', '-')}: {t} steps of {svi.batches.size} groups ({svi.batches.passes:.3g} passes over {svi.groups.groups} "
         f"groups of {svi.plan.group_dim}), {svi.batches.visited / seconds:.4g} groups/s; {svi.plan.describe()}",
         f"the trace holds minibatch estimates of the ELBO (the mean of the last {len(recent)}: "
         f"{recent.mean():.6g} ± {se:.2g}); the ELBO reported is computed once more at the end, on all the data"]
