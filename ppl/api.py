@@ -35,14 +35,20 @@ class Model:
         from ppl.graph import analyze
         return analyze(self.checked, dataset, methods)
 
-    def check_report(self, data=None, methods: dict | None = None) -> dict:
+    def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None) -> dict:
         """The `ppl check --format json` document."""
+        from ppl.infer.schedule.plan import schedule_report
+        from ppl.lang.schedule import parse_schedule
         dataset = self.bind(data) if data is not None else None
-        return self.analyze(dataset, methods).to_json(self.checked, self.graph(dataset))
+        analysis = self.analyze(dataset, methods)
+        report = analysis.to_json(self.checked, self.graph(dataset))
+        report["schedule"] = schedule_report(self.checked, analysis.scopes,
+                                             parse_schedule(schedule) if schedule else None)
+        return report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
-              progress=None, record_terms: bool = False):
+              progress=None, record_terms: bool = False, schedule: str | None = None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -68,13 +74,18 @@ class Model:
         record_terms : bool, default=False
             Keep every factor's ELBO term after every sweep (``Posterior.term_trace``, the
             ELBO plot); costs one more ELBO evaluation per sweep.
+        schedule : str, optional
+            How steps visit the groups, overriding the model's `schedule` statement:
+            ``"svi(batch=64)"`` for stochastic VI in minibatches of 64 groups
+            (docs/rules/svi.md); default batch VMP.
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
+        from ppl.lang.schedule import parse_schedule
         model = self.with_constants(**set) if set else self
         dataset = model.bind(data)
         analysis = model.analyze(dataset, methods)
-        problem = build_problem(model.checked, dataset, analysis)
+        problem = build_problem(model.checked, dataset, analysis, parse_schedule(schedule) if schedule else None)
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
                           record_terms=record_terms)
         return build_posterior(problem, run(problem, options, progress), analysis)

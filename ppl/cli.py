@@ -48,6 +48,7 @@ def parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="parse, check shapes and print the rule chosen for every factor")
     common(check)
     check.add_argument("--format", choices=("table", "json"), default="table")
+    check.add_argument("--schedule", metavar="SCHEDULE", help="show the plan of this schedule, e.g. 'svi(batch=64)'")
     graph = sub.add_parser("graph", help="print the factor graph as Graphviz DOT")
     common(graph)
     infer = sub.add_parser("infer", help="fit the approximate posterior and print it with the ELBO")
@@ -55,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
     infer.add_argument("--tol", type=float, default=1e-6, help="relative ELBO change to stop at (default 1e-6)")
+    infer.add_argument("--schedule", metavar="SCHEDULE", help="how steps visit the groups of the data, e.g. "
+                       "'svi(batch=64)' (overrides the model's `schedule` statement; default batch)")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE",
@@ -105,7 +108,7 @@ def _check(args, constants) -> int:
     import ppl
     from ppl.report import check_report
     model = ppl.load(args.model, set=constants)
-    report = model.check_report(args.data, dict(args.method))
+    report = model.check_report(args.data, dict(args.method), args.schedule)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -143,7 +146,8 @@ def _infer(args, constants) -> int:
     try:
         posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                                 restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
-                                progress=progress, record_terms=args.trace_terms)
+                                progress=progress, record_terms=args.trace_terms,
+                                schedule=args.schedule)
     finally:
         if progress is not None:
             progress.close()

@@ -1,5 +1,5 @@
 """Tag every (factor, latent neighbour) edge with the rule the scheduler will run and why;
-classify latent variables as global or local; find SSMF candidate blocks.
+classify latent variables as global or local; find the blocks of local variables that an E-step fits together.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class Tag:
 
 @dataclass(frozen=True)
 class Block:
-    """Local latent variables that depend on each other inside a data plate (an SSMF candidate)."""
+    """Local latent variables that depend on each other inside a data plate: an E-step fits them
+    together for each group."""
 
     variables: tuple[str, ...]
     plates: tuple[str, ...]
@@ -162,7 +163,7 @@ def _tag(model, factor: Factor, role: str, body, var: str, requested, in_block, 
             reason = f"{wanted} requested ({source}); default would be {default}: {reason}"
             rule = wanted
     if candidate:
-        reason += f"; `{var}` and `{target}` form a local block (ssmf candidate)"
+        reason += f"; `{var}` and `{target}` form a local block"
     return Tag(factor.name, var, role, form, rule, reason, pair, candidate, options)
 
 

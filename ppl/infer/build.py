@@ -19,6 +19,7 @@ from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.lang import ast
+from ppl.lang.schedule import ScheduleSpec
 from ppl.infer.plates import Environment
 
 GLM_RULES = tuple(APPROXIMATIONS) + ("bound:piecewise", "bound:stick")
@@ -52,6 +53,16 @@ class Problem:
     guarded: tuple = ()  # variables whose step is halved, element by element, until λ stays valid
     notes: tuple = ()  # what the reader of the result must know (an objective that is not a bound)
     low_rank: tuple = ()  # single Gaussian vectors whose contraction messages may be solved by Woodbury
+    scopes: dict = None  # latent variable (or @joint group) -> ("global" | "local", reason)
+    schedule: object = None  # ppl.lang.schedule.ScheduleSpec
+    analysis: object = None  # the analyzer's tags and scopes, for binding the model to minibatches
+    local: tuple = ()  # local variables, in the order the batch E-step sweeps them
+
+    @property
+    def inner(self) -> int:
+        """E-step sweeps at most: local blocks to convergence when their updates are closed-form
+        coordinate ascent, one sweep (today's plain VMP) when some rule is damped or stochastic."""
+        return self.schedule.local_sweeps if self.pure_vmp else 1
 
     def step(self, name: str, iteration: int) -> float:
         return step_size(self.steps.get(name, (1.0, 0.0)), iteration)
@@ -73,7 +84,7 @@ class Problem:
         return terms
 
 
-def build_problem(model, dataset, analysis) -> Problem:
+def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     for tag in analysis.tags:
         if tag.rule not in AVAILABLE_RULES:
             raise Unsupported(f"rule `{tag.rule}` for `{tag.factor}` → `{tag.variable}` is not available in "
@@ -155,8 +166,10 @@ def build_problem(model, dataset, analysis) -> Problem:
     notes = (f"{' and '.join(approximate)}: the reported ELBO is Wang & Blei's second-order approximation "
              "(eq. 19), not a bound",) if approximate else ()
     low_rank = tuple(n for n in latent if isinstance(families.get(n), fam.MvNormal) and shapes.get(n) == ())
+    local = [n for n in order if scopes.get(n, ("local",))[0] != "global"]
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
-                   stochastic, pure, damped, guarded, notes, low_rank)
+                   stochastic, pure, damped, guarded, notes, low_rank, scopes,
+                   schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
 
 
 def _joint_factors(model, dataset, env, analysis, families, shapes):

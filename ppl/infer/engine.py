@@ -17,9 +17,9 @@ import numpy as np
 
 from ppl.infer.access import Unsupported
 from ppl.infer.build import Problem, build_problem
-from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.initialise import initialise
-from ppl.infer.low_rank import GaussianSum
+from ppl.infer.schedule.steps import batch_sweep
+from ppl.infer.update import update as _update
 
 
 class ElboDecreaseWarning(UserWarning):
@@ -82,8 +82,11 @@ def run(problem: Problem, options: Options, progress=None) -> Run:
     seeds = np.random.SeedSequence(options.seed).spawn(options.restarts)
     best = None
     start = time.perf_counter()
+    once = _run_once
+    if problem.schedule.stochastic:
+        from ppl.infer.schedule.svi import run_svi as once
     for restart, seed in enumerate(seeds):
-        result = _run_once(problem, options, np.random.default_rng(seed), progress, start)
+        result = once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart
         if best is None or result.elbo > best.elbo:
             best = result
@@ -102,8 +105,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
         snapshot = state.copy() if problem.pure_vmp else None
-        for name in problem.order:
-            _update(problem, state, name, options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
+        batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
         if not np.isfinite(new):
             raise Unsupported("the ELBO is not finite: the model or data give a degenerate posterior")
@@ -156,27 +158,6 @@ def _smoothed_change(trace: list) -> float:
     recent = np.mean(trace[-SMOOTHING:])
     before = np.mean(trace[-2 * SMOOTHING:-SMOOTHING])
     return abs(recent - before) / max(abs(recent), 1e-12)
-
-
-def _update(problem: Problem, state, name: str, damping: float) -> None:
-    if name in problem.low_rank:
-        total = sum(f.message(state, name, factored=True) for f in problem.neighbours[name])
-    else:
-        total = sum(f.message(state, name) for f in problem.neighbours[name])
-    if isinstance(total, GaussianSum):  # a vector read through fewer rows than its dimension
-        previous = state.factored.get(name)
-        if damping < 1.0 and previous is not None:
-            total = previous.scaled(1 - damping) + total.scaled(damping)
-        solved = total.solve(state.families[name]) if damping == 1.0 or previous is not None else None
-        if solved is not None:
-            state.set(name, *solved)
-            return
-        total = total.dense()
-    if name in problem.guarded:
-        total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
-    elif damping < 1.0:
-        total = (1 - damping) * state.natural[name] + damping * total
-    state.set(name, total)
 
 
 def _explain_decrease(problem: Problem, snapshot, before: float, damping: float) -> None:

@@ -173,8 +173,17 @@ class Loop:
     var_span: Span
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """``schedule svi(batch=64)``: which groups a step visits and how the globals move."""
+
+    name: str
+    options: tuple[tuple[str, Expr], ...]
+    span: Span
+
+
 Stmt = Union[Sample, Define, Loop]
-Item = Union[ConstDecl, DataDecl, Sample, Define, Loop]
+Item = Union[ConstDecl, DataDecl, Schedule, Sample, Define, Loop]
 
 
 @dataclass(frozen=True)

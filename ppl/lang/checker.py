@@ -15,6 +15,7 @@ from ppl.lang.declarations import check_declarations
 from ppl.lang.exprtypes import Scope, index_range, infer
 from ppl.lang.model import CheckedModel, Definition, Plate
 from ppl.lang.rules import RULES, WORD_OPTIONS
+from ppl.lang.schedule import check_schedule
 from ppl.lang.statements import type_define, type_sample, widen_to_pieces
 
 
@@ -48,7 +49,8 @@ def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
         source=program.source, program=program, constants=dict(scope.constants),
         sizes=dict(scope.sizes), variables=dict(scope.variables), factors=tuple(factors),
         definitions={k: tuple(v) for k, v in definitions.items()},
-        data={i.name: i for i in program.items if isinstance(i, ast.DataDecl)}, overrides=overrides)
+        data={i.name: i for i in program.items if isinstance(i, ast.DataDecl)}, overrides=overrides,
+        schedule=check_schedule(program.items))
 
 
 def _reads_itself(stmt) -> bool:

@@ -94,6 +94,7 @@ class CheckedModel:
     definitions: dict  # name -> tuple[Definition, ...]
     data: dict  # name -> ast.DataDecl
     overrides: dict = field(default_factory=dict)
+    schedule: object = None  # ppl.lang.schedule.ScheduleSpec, or None: the default batch schedule
 
     def factor(self, name: str) -> Factor:
         for f in self.factors:

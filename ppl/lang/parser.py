@@ -66,7 +66,8 @@ _TERMINAL_NAMES = {
     "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`", "RBRACE": "`}`",
     "COMMA": "`,`", "COLON": "`:`", "SEMICOLON": "`;`", "PLUS": "`+`", "MINUS": "`-`",
     "STAR": "`*`", "SLASH": "`/`", "AT": "`@`", "CIRCUMFLEX": "`^`", "$END": "end of file",
-    "CONST": "`const`", "DATA": "`data`", "FOR": "`for`", "IN": "`in`", "FROM": "`from`",
+    "CONST": "`const`", "DATA": "`data`", "SCHEDULE": "`schedule`", "FOR": "`for`", "IN": "`in`",
+    "FROM": "`from`",
 }
 
 
@@ -106,6 +107,9 @@ class _Builder(Transformer):
 
     def data_decl(self, meta, name, type_, binding):
         return ast.DataDecl(str(name), type_, binding, self._s(meta), _tok_span(self.source, name))
+
+    def schedule_decl(self, meta, name, *kwargs):
+        return ast.Schedule(str(name), tuple(k for k in kwargs if k is not None), self._s(meta))
 
     def type(self, meta, elem, levels, dims):
         return ast.TypeSpec(str(elem), levels, dims or (), self._s(meta))

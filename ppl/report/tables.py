@@ -32,8 +32,7 @@ def _wrap(text: str, width: int) -> list[str]:
 def check_report(report: dict, title: str) -> str:
     """The `ppl check` table: one row per (factor, variable) edge, then variables and blocks."""
     parts = [title, ""]
-    rows = [[f["factor"], f["variable"], f["role"], f["rule"] + (" (ssmf candidate)" if f.get("candidate") else ""),
-             f["reason"]] for f in report["factors"]]
+    rows = [[f["factor"], f["variable"], f["role"], f["rule"], f["reason"]] for f in report["factors"]]
     parts.append(format_table(["factor", "variable", "role", "rule", "reason"], rows))
     parts.append("")
     rows = [[v["name"], v["kind"], "[" + ", ".join(str(d) for d in v["shape"]) + "]", v["scope"] or "-"]
@@ -47,5 +46,9 @@ def check_report(report: dict, title: str) -> str:
     for chain in report.get("chains", []):
         parts.extend(["", f"chain q: {chain['variable']} — {chain['reason']}"])
     for block in report.get("blocks", []):
-        parts.extend(["", f"ssmf candidate: {', '.join(block['variables'])} — {block['reason']}"])
+        parts.extend(["", f"local block: {', '.join(block['variables'])} — {block['reason']}"])
+    schedule = report.get("schedule")
+    if schedule:
+        parts.extend(["", f"schedule: {schedule['description']}",
+                      f"  {schedule['plan']}; E-step {schedule['estep']}, M-step {schedule['mstep']}"])
     return "\n".join(parts) + "\n"

@@ -1,0 +1,181 @@
+"""Stochastic variational inference over a group plate (Hoffman, Blei, Wang & Paisley 2013).
+
+Step t: take |B| groups (a fresh permutation of the groups each pass), bind the model to their
+rows, fit their local blocks with the globals fixed (restarted from the prior), then move every
+global by λ ← (1 − ρ_t) λ + ρ_t (η + (N_t/|B|) Σ_{n∈B} m_n) with ρ_t = (τ + t)^−κ and N_t =
+min(t·|B|, N) (Hoffman 2014's ramp) or N. The trace holds the minibatch estimate of the ELBO at
+the globals the step started from; the ELBO reported at the end is computed once on all the data.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ppl.data.groups import Groups
+from ppl.infer.build import build_problem
+from ppl.infer.initialise import initialise
+from ppl.infer.schedule.plan import plan_for
+from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
+from ppl.infer.schedule.steps import data_factors, fit_locals, global_step
+
+SMOOTHING = 10  # steps averaged on each side of the convergence test, at least
+
+
+def step_size(spec, t: int) -> float:
+    """ρ_t = (τ + t)^−κ, at most 1."""
+    return min(1.0, (spec.tau + t) ** -spec.kappa)
+
+
+class Minibatches:
+    """The groups of successive steps: each pass a new permutation, cut into batches of |B|."""
+
+    def __init__(self, groups: int, size: int, rng):
+        self.groups, self.size, self.rng = groups, min(size, groups), rng
+        self.queue = np.empty(0, dtype=np.int64)
+        self.visited = 0
+
+    def next(self) -> np.ndarray:
+        if len(self.queue) < self.size:
+            self.queue = np.concatenate([self.queue, self.rng.permutation(self.groups)])
+        batch, self.queue = self.queue[: self.size], self.queue[self.size:]
+        self.visited += len(batch)
+        return batch
+
+    @property
+    def passes(self) -> float:
+        return self.visited / self.groups
+
+
+class SVI:
+    """One SVI run on `problem` (the model bound to all its data, which gives the plan and the
+    final ELBO); `run` returns the same `Run` record as batch VMP."""
+
+    def __init__(self, problem, rng):
+        self.problem, self.rng, self.spec = problem, rng, problem.schedule
+        self.plan = plan_for(problem.model, problem.scopes, problem.latent, self.spec.span)
+        self.groups = Groups(problem.model, problem.dataset, self.plan.group_column, self.plan.row_dim,
+                             self.plan.group_dim)
+        self.batches = Minibatches(self.groups.groups, self.spec.batch, rng)
+        self.globals: dict = {}
+
+    def bind(self, groups: np.ndarray):
+        """The model bound to the rows of `groups`, its state with the current globals and locals
+        from their priors."""
+        problem = build_problem(self.problem.model, self.groups.take(groups), self.problem.analysis,
+                                self.spec)
+        state = initialise(problem, self.rng)
+        for name, natural in self.globals.items():
+            state.set(name, natural.copy())
+        return problem, state
+
+    def e_step(self, problem, state, estep: str = "vmp") -> int:
+        """The local blocks of the bound groups, starting from the globals: mean field to
+        convergence, or Gibbs sweeps over their exact conditional."""
+        touches = {n for f in problem.factors if set(f.reads) & set(self.plan.globals) for n in f.reads}
+        order = [n for n in self.plan.locals if n in touches] + [n for n in self.plan.locals if n not in touches]
+        if estep == "gibbs":
+            fit_locals(problem, state, order, 1, self.spec.local_tol)  # a start for the chain
+            return gibbs(problem, state, order, self.spec.local_sweeps, self.rng)
+        return fit_locals(problem, state, order, self.spec.local_sweeps, self.spec.local_tol)
+
+    def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
+        data = data_factors(problem, self.plan)
+        for name in self.plan.globals:
+            transform = None
+            if draws is not None:
+                def transform(natural, counts, draw=draws[name]):
+                    return ssmf_message(natural, counts, draw)
+            global_step(problem, state, name, scale, rho, data, transform)
+            self.globals[name] = state.natural[name]
+
+    def estimate(self, problem, state, scale: float) -> float:
+        """The ELBO from one minibatch: global terms once, local terms and entropies scaled."""
+        data = data_factors(problem, self.plan)
+        total = sum(f.elbo(state) * (scale if f.name in data else 1.0) for f in problem.factors)
+        return total + sum(state.entropy(n) * (scale if n in self.plan.locals else 1.0) for n in problem.latent)
+
+    def start(self, sweeps: int = 100) -> None:
+        """Globals from a batch fit of one minibatch, scaled to the whole data: from the locals as
+        `initialise` leaves them (symmetry broken), alternating M- and E-steps until the locals
+        settle. Mixture components that one minibatch does not need are switched off here, where
+        the stochastic steps would take hundreds of passes to do it."""
+        groups = self.batches.next()
+        problem, state = self.bind(groups)
+        scale = self.groups.groups / len(groups)
+        for _ in range(sweeps):
+            before = {n: state.moments(n).copy() for n in self.plan.globals}
+            self.m_step(problem, state, scale, 1.0)
+            self.e_step(problem, state)
+            if all(np.allclose(before[n], state.moments(n), rtol=self.spec.local_tol, atol=0) for n in before):
+                break
+
+    def step(self, t: int) -> float:
+        """One step; returns the minibatch's ELBO estimate (under ssmf and ssmf-a, with the locals
+        fitted at the draw: a plug-in, not a bound)."""
+        groups = self.batches.next()
+        problem, state = self.bind(groups)
+        sampled = self.spec.name in ("ssmf", "ssmf_a")
+        draws = pin_draws(state, self.plan.globals, self.rng, self.spec.name == "ssmf") if sampled else None
+        self.e_step(problem, state, self.spec.estep)
+        if sampled:
+            unpin(state, self.plan.globals)
+        full = self.groups.groups / len(groups)
+        value = self.estimate(problem, state, full)
+        seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
+        self.m_step(problem, state, seen / len(groups), step_size(self.spec, t),
+                    draws if self.spec.name == "ssmf" else None)
+        return value
+
+    def final_state(self):
+        """All the data's locals fitted at the final globals: the posterior and the exact ELBO."""
+        problem, state = self.problem, initialise(self.problem, self.rng)
+        for name, natural in self.globals.items():
+            state.set(name, natural.copy())
+        self.e_step(problem, state)
+        return state
+
+
+def settled(trace: list, window: int, tol: float) -> bool:
+    """The mean ELBO estimate of the last `window` steps is within its noise (one standard error
+    of the difference) or `tol` relative of the mean of the `window` steps before."""
+    if len(trace) < 2 * window:
+        return False
+    recent, before = np.asarray(trace[-window:]), np.asarray(trace[-2 * window:-window])
+    noise = np.sqrt((recent.var(ddof=1) + before.var(ddof=1)) / window)
+    return abs(recent.mean() - before.mean()) <= max(noise, tol * abs(recent.mean()))
+
+
+def run_svi(problem, options, rng, progress, start: float):
+    """`engine.Run` of an SVI schedule: steps until the ELBO estimate settles (`settled`, over
+    windows of a pass), `passes` passes over the groups, `max_iter` steps or the time limit."""
+    from ppl.infer.engine import Run
+    svi = SVI(problem, rng)
+    svi.start()
+    trace, converged, t = [], False, 0
+    passes = svi.spec.passes
+    window = max(SMOOTHING, -(-svi.groups.groups // svi.batches.size))
+    for t in range(1, options.max_iter + 1):
+        trace.append(svi.step(t))
+        if progress is not None:
+            progress(t, trace[-1])
+        if settled(trace, window, options.tol):
+            converged = True
+            break
+        if passes is not None and svi.batches.passes >= passes:
+            break
+        if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
+            break
+    state = svi.final_state()
+    seconds = time.perf_counter() - start
+    recent = np.asarray(trace[-window:])
+    se = float(recent.std(ddof=1) / np.sqrt(len(recent))) if len(recent) > 1 else 0.0
+    notes = list(problem.notes) + [
+        f"{svi.spec.name.replace('_', '-')}: {t} steps of {svi.batches.size} groups ({svi.batches.passes:.3g} passes over {svi.groups.groups} "
+        f"groups of {svi.plan.group_dim}), {svi.batches.visited / seconds:.4g} groups/s; {svi.plan.describe()}",
+        f"the trace holds minibatch estimates of the ELBO (the mean of the last {len(recent)}: "
+        f"{recent.mean():.6g} ± {se:.2g}); the ELBO reported is computed once more at the end, on all the data"]
+    spread = float(recent.std(ddof=1)) if len(recent) > 1 else 0.0  # one estimate's standard error, about
+    return Run(state, trace, problem.elbo_terms(state), converged, t, seconds, warnings=notes,
+               elbo=problem.elbo(state), trace_se=[spread] * len(trace))

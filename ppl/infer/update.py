@@ -1,0 +1,29 @@
+"""The one update equation, λ_v ← (1 − β) λ_v + β · Σ_{f ∋ v} m_{f→v}, for one variable."""
+
+from __future__ import annotations
+
+from ppl.infer.factors.gamma_cvi import shrink_until_valid
+from ppl.infer.low_rank import GaussianSum
+
+
+def update(problem, state, name: str, damping: float) -> None:
+    """λ ← (1 − β) λ + β Σ m: one variable's update from all its factors' messages, solved in data
+    space when the messages stay low-rank (Woodbury), step-halved when λ must stay valid."""
+    if name in problem.low_rank:
+        total = sum(f.message(state, name, factored=True) for f in problem.neighbours[name])
+    else:
+        total = sum(f.message(state, name) for f in problem.neighbours[name])
+    if isinstance(total, GaussianSum):  # a vector read through fewer rows than its dimension
+        previous = state.factored.get(name)
+        if damping < 1.0 and previous is not None:
+            total = previous.scaled(1 - damping) + total.scaled(damping)
+        solved = total.solve(state.families[name]) if damping == 1.0 or previous is not None else None
+        if solved is not None:
+            state.set(name, *solved)
+            return
+        total = total.dense()
+    if name in problem.guarded:
+        total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
+    elif damping < 1.0:
+        total = (1 - damping) * state.natural[name] + damping * total
+    state.set(name, total)
