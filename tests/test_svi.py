@@ -240,3 +240,18 @@ def test_ssmf_refuses_a_global_it_cannot_reparameterise():
     with pytest.raises(ModelError) as info:
         ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0, schedule="ssmf(batch=50)", max_iter=3)
     assert info.value.code == "E500" and "ssmf_a" in str(info.value)
+
+
+def test_svi_steps_on_a_count_weighted_corpus_equal_the_token_expanded_ones():
+    """The same documents each step and the same globals to start: the bag-of-words rows
+    (models/lda_counts) and one row per token (models/lda) give the same topics."""
+    runs = []
+    for name in ("lda_counts", "lda"):
+        problem = bound(name, ScheduleSpec("svi", batch=25, local_tol=1e-13, inner=2000))
+        svi = SVI(problem, np.random.default_rng(3))
+        svi.globals = {"beta": np.full((10, problem.dataset.sizes["V"]), 0.5)
+                       + np.linspace(0, 1, 10 * problem.dataset.sizes["V"]).reshape(10, -1)}
+        for t in range(1, 4):
+            svi.step(t)
+        runs.append(svi.globals["beta"])
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-10, atol=1e-10)

@@ -53,11 +53,14 @@ class SVI:
     final ELBO); `run` returns the same `Run` record as batch VMP."""
 
     def __init__(self, problem, rng):
+        # minibatches from a stream of their own: a count-weighted corpus and its token-expanded
+        # form, which initialise different numbers of locals, visit the same groups
+        batch_rng, rng = rng.spawn(2)
         self.problem, self.rng, self.spec = problem, rng, problem.schedule
         self.plan = plan_for(problem.model, problem.scopes, problem.latent, self.spec.span)
         self.groups = Groups(problem.model, problem.dataset, self.plan.group_column, self.plan.row_dim,
                              self.plan.group_dim)
-        self.batches = Minibatches(self.groups.groups, self.spec.batch, rng)
+        self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
         self.globals: dict = {}
 
     def bind(self, groups: np.ndarray):
