@@ -19,39 +19,50 @@ from __future__ import annotations
 import numpy as np
 
 
-def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    """log Σ exp over `axis`, safe when every entry is −∞ (gives −∞)."""
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(x - m), axis=axis)) + np.squeeze(m, axis)
+def _shifted(pair: np.ndarray):
+    """exp(P_t − M_t) and M_t = max P_t per step: the exponentials the recursions multiply by
+    (all ≤ 1, one of them 1), so each step is a matrix product of numbers that cannot overflow,
+    and a zero probability (P = −∞) is an exact 0."""
+    top = pair.max(axis=(2, 3))
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.exp(pair - top[..., None, None]), top
 
 
 def forward(unary: np.ndarray, pair: np.ndarray, lengths: np.ndarray):
     """Normalised log forward messages â_t = log q̃(z_t | u_{≤t}) and log c_t, (S, L, K) and (S, L).
 
-    `pair[:, t]` couples (z_{t−1}, z_t); `pair[:, 0]` is ignored. Steps past a chain's length
-    are computed but never read."""
+    â_t = log(exp(â_{t−1}) exp(P_t − M_t)) + M_t + u_t, then log c_t = logsumexp(â_t) is taken
+    out. `pair[:, 0]` is ignored; steps past a chain's length are computed but never read."""
     s, steps, k = unary.shape
+    weights, top = _shifted(pair)
+    shift = unary + top[..., None]
     alpha = np.empty_like(unary)
-    log_c = np.zeros((s, steps))
+    log_c = np.empty((s, steps))
     a = unary[:, 0]
-    for t in range(steps):
-        if t > 0:
-            a = _lse(alpha[:, t - 1, :, None] + pair[:, t], axis=1) + unary[:, t]
-        log_c[:, t] = _lse(a, axis=1)
-        alpha[:, t] = a - log_c[:, t, None]
+    with np.errstate(divide="ignore"):
+        for t in range(steps):
+            if t > 0:
+                a = np.log(np.matmul(np.exp(alpha[:, t - 1, None, :]), weights[:, t])[:, 0]) + shift[:, t]
+            m = a.max(axis=1)
+            c = np.log(np.exp(a - m[:, None]).sum(axis=1)) + m
+            log_c[:, t] = c
+            alpha[:, t] = a - c[:, None]
     return alpha, np.where(np.arange(steps) < lengths[:, None], log_c, 0.0)
 
 
 def backward(unary: np.ndarray, pair: np.ndarray, lengths: np.ndarray, log_c: np.ndarray) -> np.ndarray:
     """Scaled log backward messages b̂_t = log β_t − Σ_{u>t} log c_u, (S, L, K) (0 past the end)."""
     s, steps, k = unary.shape
+    weights, top = _shifted(pair)
     beta = np.zeros_like(unary)
-    for t in range(steps - 2, -1, -1):
-        inside = (t + 1 < lengths)[:, None]
-        b = _lse(pair[:, t + 1] + (unary[:, t + 1] + beta[:, t + 1])[:, None, :], axis=2) - log_c[:, t + 1, None]
-        beta[:, t] = np.where(inside, b, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for t in range(steps - 2, -1, -1):
+            v = unary[:, t + 1] + beta[:, t + 1]
+            m = v.max(axis=1)
+            m = np.where(np.isfinite(m), m, 0.0)
+            b = np.log(np.matmul(weights[:, t + 1], np.exp(v - m[:, None])[:, :, None])[..., 0])
+            b += (m + top[:, t + 1] - log_c[:, t + 1])[:, None]
+            beta[:, t] = np.where((t + 1 < lengths)[:, None], b, 0.0)
     return beta
 
 
@@ -65,8 +76,9 @@ def forward_backward(unary: np.ndarray, pair: np.ndarray, lengths: np.ndarray):
     beta = backward(unary, pair, lengths, log_c)
     inside = np.arange(unary.shape[1]) < lengths[:, None]
     marginals = np.where(inside[..., None], np.exp(alpha + beta), 0.0)
-    joint = (alpha[:, :-1, :, None] + pair[:, 1:] + (unary[:, 1:] + beta[:, 1:])[:, :, None, :]
-             - log_c[:, 1:, None, None])
+    with np.errstate(invalid="ignore"):  # −∞ + −∞ is −∞; only −∞ − −∞ would be NaN, and none occurs
+        joint = (alpha[:, :-1, :, None] + pair[:, 1:] + (unary[:, 1:] + beta[:, 1:])[:, :, None, :]
+                 - log_c[:, 1:, None, None])
     pairwise = np.zeros(pair.shape)
     pairwise[:, 1:] = np.where(inside[:, 1:, None, None], np.exp(joint), 0.0)
     return marginals, pairwise, log_c.sum(axis=1)

@@ -20,6 +20,7 @@ _NEUTRAL = {
     "Dirichlet": lambda f: f.natural(alpha=np.ones(f.k)),
     "Beta": lambda f: f.natural(a=1.0, b=1.0),
     "Categorical": lambda f: f.natural(probs=np.full(f.k, 1.0 / f.k)),
+    "CategoricalChain": lambda f: np.zeros(f.size),
     "NormalWishart": lambda f: f.natural(mean=np.zeros(f.dim), beta=1.0, dof=f.dim + 1.0, scale=np.eye(f.dim)),
 }
 
@@ -42,7 +43,7 @@ def initialise(problem, rng: np.random.Generator) -> State:
         if own:
             state.set(name, sum(f.message(state, name) for f in own))
     for name in problem.latent:
-        if problem.families[name].name == "Categorical":
+        if problem.families[name].name in ("Categorical", "CategoricalChain"):
             _break_symmetry(problem, state, name, rng)
     for name in sorted({n for f in problem.factors for n in f.bilinear}):
         _draw_mean(state, name, rng)
@@ -78,7 +79,8 @@ def _break_symmetry(problem, state, name: str, rng) -> None:
         probs[np.arange(size), labels] += 1 - 1e-3
     else:
         probs = rng.dirichlet(np.ones(k), size=size)
-    state.set(name, np.log(probs))
+    state.set(name, np.log(probs) if family.size == k else  # a chain: independent rows to start from
+              np.concatenate([np.log(probs), np.zeros((size, family.size - k))], axis=1))
 
 
 def _selected_data(problem, name):

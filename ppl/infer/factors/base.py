@@ -67,7 +67,7 @@ class FactorRuntime(abc.ABC):
         """Responsibilities plate + (C,) when a latent category selects components, else ones."""
         if self.selector is None:
             return np.ones(self.plate.shape + (1,))
-        return self.selector.read(state)[..., 0, :]
+        return self.selector.read(state)[..., 0, : self.components]  # a chain's q adds pair blocks after
 
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
         """The summed message to variable `name` in its natural layout, (elements, size);
