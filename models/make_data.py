@@ -12,6 +12,8 @@ time. Where each real data set comes from:
   minutes) as distributed with R's `datasets` package, read from the project's
   shared/data/old_faithful.csv. Both columns are STANDARDISED: centred by their mean and divided
   by their population standard deviation (ddof = 0).
+- hmm.csv: the same Old Faithful data, the waiting column only, in minutes as recorded and in the
+  order of the eruptions (a time series).
 - logistic_regression.csv: the Wisconsin diagnostic breast cancer data, 569 tumours x 30
   features, from scikit-learn (`sklearn.datasets.load_breast_cancer`, shipped with the package).
   Column x1 is the intercept (all ones); x2..x31 are the 30 features in scikit-learn's order,
@@ -213,7 +215,32 @@ def ordinal_regression():
     write("ordinal_regression", frame)
 
 
+def casino():
+    # The occasionally dishonest casino (Durbin et al. 1998, ch. 3): S = 12 sessions of 60..200
+    # rolls; the die is fair or loaded (a six half of the time); it stays fair with probability
+    # 0.95 and loaded with 0.90 per roll; each session starts fair with probability 0.8. Rows are
+    # sorted by session, then roll.
+    rng = np.random.default_rng(14)
+    trans = np.array([[0.95, 0.05], [0.10, 0.90]])
+    faces = np.array([np.full(6, 1 / 6), [0.1, 0.1, 0.1, 0.1, 0.1, 0.5]])
+    sessions, rolls = [], []
+    for s in range(12):
+        state = int(rng.random() > 0.8)
+        for _ in range(int(rng.integers(60, 201))):
+            sessions.append(f"s{s + 1:02d}")
+            rolls.append(int(rng.choice(6, p=faces[state])) + 1)
+            state = int(rng.choice(2, p=trans[state]))
+    write("casino", pd.DataFrame({"session": sessions, "roll": rolls}))
+
+
 # ---- real ----------------------------------------------------------------------------------
+
+def hmm():
+    source = next((p for p in OLD_FAITHFUL if p.is_file()), None)
+    if source is None:
+        print("skipped hmm.csv: shared/data/old_faithful.csv not found", file=sys.stderr)
+        return
+    write("hmm", pd.read_csv(source)[["waiting"]])
 
 def gmm():
     source = next((p for p in OLD_FAITHFUL if p.is_file()), None)
@@ -281,7 +308,7 @@ MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
     multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
-    ordinal_regression, logistic_wide, spectral_unmixing)}
+    ordinal_regression, logistic_wide, spectral_unmixing, hmm, casino)}
 
 
 def main(names: list[str]) -> None:

@@ -20,7 +20,7 @@ import pytest
 from scipy.special import digamma, gammaln
 
 import ppl
-from ppl.diagnostics import ModelError
+from ppl.diagnostics import DataError, ModelError
 from ppl.infer import build_problem
 from ppl.infer.engine import _update
 from ppl.infer.initialise import initialise
@@ -162,3 +162,118 @@ def test_hmmlearn_fixed_point_equals_ours():
     assert abs(peer.monitor_.history[-1] - _free_energy_constant(len(y)) - post.elbo) < 1e-6
     order = np.argsort(post["mu"].mean)
     np.testing.assert_allclose(np.sort(peer.means_posterior_[:, 0]), post["mu"].mean[order], rtol=1e-6)
+
+
+# ---- several sequences ----------------------------------------------------------------------
+
+def _casino():
+    frame = pd.read_csv(MODELS / "casino.csv")
+    codes = frame["roll"].to_numpy() - 1
+    lengths = frame.groupby("session", sort=False).size().to_numpy()
+    return frame, codes, lengths
+
+
+def _hmmlearn_categorical(post, **options):
+    hmm = pytest.importorskip("hmmlearn.vhmm")
+    peer = hmm.VariationalCategoricalHMM(n_components=2, startprob_prior=1.0, transmat_prior=1.0,
+                                         emissionprob_prior=1.0, n_features=6, init_params="", **options)
+    peer.startprob_prior_, peer.transmat_prior_, peer.emissionprob_prior_ = np.ones(2), np.ones((2, 2)), np.ones((2, 6))
+    peer.startprob_posterior_ = post["pi"].params()["alpha"]
+    peer.transmat_posterior_ = post["A"].params()["alpha"]
+    peer.emissionprob_posterior_ = post["phi"].params()["alpha"]
+    return peer
+
+
+def test_sessions_restart_the_chain_as_hmmlearn_lengths_do():
+    """models/casino.vim (12 sessions in one table): hmmlearn's VB bound with `lengths` at our
+    q(θ) equals our ELBO (its categorical bound has no left-out constant), and its VB run from
+    there stays at our fixed point."""
+    frame, codes, lengths = _casino()
+    post = ppl.load(MODELS / "casino.vim").infer(MODELS / "casino.csv", tol=1e-13, max_iter=5000, seed=0)
+    assert post.converged
+    peer = _hmmlearn_categorical(post, n_iter=1, params="")
+    peer.fit(codes[:, None], lengths)
+    assert abs(peer.monitor_.history[0] - post.elbo) < 1e-6
+    peer = _hmmlearn_categorical(post, n_iter=50, tol=0.0)
+    peer.fit(codes[:, None], lengths)
+    assert abs(peer.monitor_.history[-1] - post.elbo) < 1e-6
+    # the bound is flat here: 50 more sweeps move the counts by ~2e-5 of themselves, the bound by < 1e-9
+    np.testing.assert_allclose(peer.transmat_posterior_, post["A"].params()["alpha"], rtol=1e-4)
+    # the loaded die is found: one state shows a six about half the time
+    sixes = np.sort(post["phi"].mean[:, 5])
+    assert sixes[0] < 0.25 < 0.4 < sixes[1]
+
+
+def test_one_table_of_sessions_equals_each_session_alone():
+    """With q(θ) fixed, the chain over the table is the chains over the sessions: marginals of a
+    session from the table equal those from a one-session family with the same potentials."""
+    frame, codes, lengths = _casino()
+    problem = _problem(MODELS / "casino.vim", MODELS / "casino.csv")
+    family = problem.families["z"]
+    assert family.lengths == tuple(lengths)
+    state = initialise(problem, np.random.default_rng(0))
+    for name in problem.order:
+        _update(problem, state, name, 1.0)
+    natural = state.natural["z"]
+    start = lengths[:3].sum()
+    rows = slice(start, start + lengths[3])
+    alone = type(family)(family.k, (int(lengths[3]),))
+    np.testing.assert_allclose(state.moments("z")[rows], alone.to_mean(natural[rows]), atol=1e-13)
+    assert np.all(natural[np.cumsum(lengths)[:-1], family.k:] == 0)  # no transition into a session start
+
+
+def test_sessions_must_be_contiguous():
+    frame, _, _ = _casino()
+    shuffled = pd.concat([frame.iloc[:30], frame.iloc[200:230], frame.iloc[30:200], frame.iloc[230:]])
+    with pytest.raises(DataError, match="E422") as error:
+        ppl.load(MODELS / "casino.vim").infer(shuffled)
+    assert error.value.row == 61 and error.value.column == "session"  # s01 again after s02's 30 rows
+
+
+# ---- the analyzer ---------------------------------------------------------------------------
+
+HMM = """
+const K = 2
+data y: real[T]
+data g: cat(G)[T]
+data w: real[T]
+pi ~ Dirichlet(ones(K))
+for k in 1..K {
+  A[k] ~ Dirichlet(ones(K))
+  mu[k] ~ Normal(0, 1)
+}
+z[1] ~ Categorical(pi)
+for t in 2..T {
+  z[t] ~ Categorical(TRANSITION)
+}
+for t in 1..T {
+  y[t] ~ Normal(EMISSION, 1)
+}
+"""
+
+
+def _chains(transition, emission="mu[z[t]]"):
+    model = ppl.compile(HMM.replace("TRANSITION", transition).replace("EMISSION", emission))
+    return model.check_report()["chains"]
+
+
+def test_the_analyzer_finds_discrete_chains():
+    (chain,) = _chains("A[z[t-1]]")
+    assert chain["family"] == "CategoricalChain" and chain["sequences"] is None
+    assert chain["factors"] == ["z[1]", "z[t]"]
+    (chain,) = _chains("A[z[t-1]]) @sequences(by=g")
+    assert chain["sequences"] == "g" and "one chain per sequence of `g`" in chain["reason"]
+    assert _chains("pi") == []  # no lag: a mixture, factorised q
+
+
+def test_sequences_must_name_a_category_column():
+    with pytest.raises(ModelError, match="E286"):
+        _chains("A[z[t-1]]) @sequences(by=w")
+
+
+def test_an_emission_reading_two_states_is_refused():
+    model = ppl.compile(HMM.replace("TRANSITION", "A[z[t-1]]").replace("EMISSION", "mu[z[t]]") +
+                        "for t in 2..T {\n  w[t] ~ Normal(mu[z[t]] - mu[z[t-1]], 1)\n}\n")
+    data = pd.DataFrame({"y": np.r_[np.zeros(5), np.ones(5)], "g": ["a"] * 10, "w": np.arange(10.0)})
+    with pytest.raises(ModelError, match="E500"):
+        model.infer(data)

@@ -68,8 +68,8 @@ class Analysis:
                         "reason": b.reason} for b in self.blocks],
             "groups": [{"variables": [g.mean, g.precision], "family": g.family, "reason": g.reason}
                        for g in self.groups],
-            "chains": [{"variable": c.variable, "factors": [c.first, c.transition], "reason": c.reason}
-                       for c in self.chains],
+            "chains": [{"variable": c.variable, "factors": [c.first, c.transition], "reason": c.reason,
+                        "family": c.family, "sequences": c.sequences} for c in self.chains],
         }
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl import families as fam
+from ppl.diagnostics import DataError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.chain import ChainTransition, chain_neighbours
 from ppl.infer.factors.conjugate import ConjugateFactor
@@ -176,7 +177,7 @@ def _discrete_chain_factors(model, env, analysis, families) -> list:
 
 def discrete_chain_family(chain, model, dataset, env):
     """CategoricalChain over the rows, one sequence per run of equal `sequences` values (each
-    sequence's rows must be contiguous: a value met again after another began is a located E500)."""
+    sequence's rows must be contiguous: a value met again after another began is data error E422)."""
     var = model.variables[chain.variable]
     rows = env.size(var.plates[0])
     if chain.sequences is None:
@@ -188,9 +189,10 @@ def discrete_chain_family(chain, model, dataset, env):
     repeated = order[1:][labels[order][1:] == labels[order][:-1]]
     if repeated.size:
         again = starts[repeated.min()]
-        raise Unsupported(f"`{chain.sequences}`: the rows of each sequence must be contiguous, but row {again + 1} "
-                          f"returns to a sequence that ended before; sort the data by sequence (then time)",
-                          model.factor(chain.transition).span)
+        raise DataError("E422", f"`{chain.sequences}` names the sequence of each row, and the rows of a sequence "
+                        f"must be contiguous: row {again + 1} returns to a sequence that ended before",
+                        column=chain.sequences, row=int(again) + 1,
+                        hint="sort the data by sequence, then by time")
     return fam.CategoricalChain(env.size(var.levels), tuple(int(n) for n in np.diff(np.r_[starts, rows])))
 
 

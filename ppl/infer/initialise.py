@@ -73,6 +73,8 @@ def _break_symmetry(problem, state, name: str, rng) -> None:
     k = family.k
     size = state.natural[name].shape[0]
     points = _selected_data(problem, name)
+    if points is None and family.name == "CategoricalChain":
+        points = _local_frequencies(problem, name)
     if points is not None and points.shape[0] == size:
         labels = _kmeans(points, k, rng)
         probs = np.full((size, k), 1e-3 / k)
@@ -91,6 +93,23 @@ def _selected_data(problem, name):
             values = problem.dataset.arrays.get(target)
             if values is not None and problem.families[target].name in ("Normal", "MvNormal"):
                 return values.reshape(values.shape[0], -1).astype(float)
+    return None
+
+
+def _local_frequencies(problem, name, window: int = 10):
+    """For a chain that selects the probabilities of observed categories: each row's category
+    frequencies over the `window` rows around it. One category says little about the state; a
+    run of rows says which state the chain was in (the loaded die of a casino)."""
+    for factor in problem.factors:
+        target = factor.factor.target.name
+        if factor.selector is not None and factor.selector.name == name and target in problem.dataset.arrays \
+                and problem.families[target].name == "Categorical":
+            one_hot = problem.families[target].stats(np.asarray(problem.dataset.arrays[target]).reshape(-1))
+            total = np.vstack([np.zeros((1, one_hot.shape[1])), np.cumsum(one_hot, axis=0)])
+            rows = one_hot.shape[0]
+            lo = np.clip(np.arange(rows) - window // 2, 0, max(rows - window, 0))
+            hi = np.minimum(lo + window, rows)
+            return (total[hi] - total[lo]) / (hi - lo)[:, None]
     return None
 
 

@@ -136,6 +136,13 @@ class Emission:
         return getattr(self.runtime, attribute)
 
 
+def _state_reads(runtime, name: str) -> set:
+    """The distinct index expressions through which a factor's arguments read the chain."""
+    return {ast.text(i) for expr in runtime.factor.args.values() for node in ast.walk(inline(expr, runtime.model.definitions))
+            if isinstance(node, ast.Index) for i in node.indices
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(i))}
+
+
 def discrete_chain_neighbours(chain, family, runtimes: list) -> list:
     """The chain's own two factors, and emissions that read z[t] only as a selector, one row each
     (located E500 otherwise)."""
@@ -146,7 +153,7 @@ def discrete_chain_neighbours(chain, family, runtimes: list) -> list:
         if isinstance(f, _ChainFactor) and f.chain == chain.variable:
             neighbours.append(f)
         elif (len(f.reads[chain.variable]) == 1 and f.selector is not None and f.reads[chain.variable][0] is f.selector
-              and not f.selector.plate_free):
+              and not f.selector.plate_free and len(_state_reads(f, chain.variable)) == 1):
             neighbours.append(Emission(f, family.size))
         else:
             raise Unsupported(f"`{f.name}` reads `{chain.variable}` other than as `{chain.variable}[t]` selecting "
