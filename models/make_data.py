@@ -233,6 +233,23 @@ def casino():
     write("casino", pd.DataFrame({"session": sessions, "roll": rolls}))
 
 
+def factorial_hmm():
+    # Two hidden chains of K = 3 states each, T = 300 steps (Ghahramani & Jordan 1997): a slow
+    # chain (stays with probability 0.97) with levels (-2, 0, 2) and a fast one (stays with
+    # probability 0.8) with levels (-0.6, 0, 0.6); y[t] = level1 + level2 + N(0, 0.25^2).
+    rng = np.random.default_rng(15)
+    steps = 300
+    y = np.zeros(steps)
+    for stay, levels in ((0.97, [-2.0, 0.0, 2.0]), (0.8, [-0.6, 0.0, 0.6])):
+        trans = np.full((3, 3), (1 - stay) / 2) + np.eye(3) * (stay - (1 - stay) / 2)
+        state = rng.integers(3)
+        for t in range(steps):
+            y[t] += levels[state]
+            state = rng.choice(3, p=trans[state])
+    y += rng.normal(0, 0.25, steps)
+    write("factorial_hmm", pd.DataFrame({"y": y}))
+
+
 # ---- real ----------------------------------------------------------------------------------
 
 def hmm():
@@ -308,7 +325,7 @@ MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
     multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
-    ordinal_regression, logistic_wide, spectral_unmixing, hmm, casino)}
+    ordinal_regression, logistic_wide, spectral_unmixing, hmm, casino, factorial_hmm)}
 
 
 def main(names: list[str]) -> None:

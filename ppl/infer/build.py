@@ -14,6 +14,7 @@ from ppl.infer.factors.chain import ChainTransition, chain_neighbours
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.discrete_chain import ChainStart, DiscreteTransition, discrete_chain_neighbours
 from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
+from ppl.infer.factors.factorial import FactorialNormal, is_factorial
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor, cvi_step, step_size
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
@@ -126,6 +127,8 @@ def build_problem(model, dataset, analysis) -> Problem:
                                   f"Gamma, and for Poisson(dot(a, b)) with Gamma or Dirichlet a, b",
                                   factor.span)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
+        elif is_factorial(factor, model):
+            runtimes.append(FactorialNormal(factor, model, env, dataset, families))
         elif factor.dist.name in ("Normal", "MvNormal"):
             runtimes.append(GaussianFactor(factor, model, env, dataset, families))
         else:

@@ -88,7 +88,7 @@ def _break_symmetry(problem, state, name: str, rng) -> None:
 def _selected_data(problem, name):
     """Observed real data drawn with parameters selected by `name`, one row per element of it."""
     for factor in problem.factors:
-        if factor.selector is not None and factor.selector.name == name:
+        if (factor.selector is not None and factor.selector.name == name) or name in getattr(factor, "choosers", ()):
             target = factor.factor.target.name
             values = problem.dataset.arrays.get(target)
             if values is not None and problem.families[target].name in ("Normal", "MvNormal"):

@@ -22,6 +22,7 @@ import numpy as np
 from ppl.families.base import dot_last
 from ppl.graph.forms import inline
 from ppl.infer.access import AccessBuilder, Unsupported
+from ppl.infer.factors.factorial import FactorialNormal
 from ppl.infer.plates import Plate
 from ppl.lang import ast
 
@@ -152,6 +153,8 @@ def discrete_chain_neighbours(chain, family, runtimes: list) -> list:
             continue
         if isinstance(f, _ChainFactor) and f.chain == chain.variable:
             neighbours.append(f)
+        elif isinstance(f, FactorialNormal):  # reads z[t] as one of several selectors
+            neighbours.append(Emission(f, family.size))
         elif (len(f.reads[chain.variable]) == 1 and f.selector is not None and f.reads[chain.variable][0] is f.selector
               and not f.selector.plate_free and len(_state_reads(f, chain.variable)) == 1):
             neighbours.append(Emission(f, family.size))
