@@ -155,3 +155,23 @@ def test_padded_functions_treat_sequences_independently():
     np.testing.assert_allclose(together[0][0, :3], alone[0][0], atol=1e-14)
     np.testing.assert_allclose(together[2][0], alone[2][0], atol=1e-14)
     assert np.all(together[0][0, 3:] == 0) and np.all(together[1][0, 3:] == 0)
+
+
+def test_evidence_against_transitions_beyond_e700_falls_back_to_log_sum_exp(monkeypatch):
+    """A step where every path has weight below e^-700 underflows the scaled recursion; the
+    log-sum-exp recursion takes over and still equals enumeration."""
+    calls = []
+    real = fb._forward_logsumexp
+    monkeypatch.setattr(fb, "_forward_logsumexp", lambda *a: calls.append(1) or real(*a))
+    family = CategoricalChain(K, (4,))
+    unary = np.zeros((4, K))
+    unary[0] = [0.0, -2000.0, -2000.0]  # z_1 = 0, surely
+    unary[1] = [0.0, -2000.0, -2000.0]  # z_2 = 0 too, though 0 → 0 costs e^-800
+    pair = np.zeros((4, K, K))
+    pair[:, 0] = [-800.0, 0.0, 0.0]
+    nat = family.natural(unary=unary, pair=pair)
+    mean = family.to_mean(nat)
+    states, p, log_z = enumerate_chain(unary, pair)
+    assert calls and abs(family.log_partition(nat)[0] - log_z) < 1e-12
+    marginals = np.array([[p[states[:, t] == k].sum() for k in range(K)] for t in range(4)])
+    np.testing.assert_allclose(mean[:, :K], marginals, atol=1e-12)
