@@ -277,3 +277,69 @@ def test_an_emission_reading_two_states_is_refused():
     data = pd.DataFrame({"y": np.r_[np.zeros(5), np.ones(5)], "g": ["a"] * 10, "w": np.arange(10.0)})
     with pytest.raises(ModelError, match="E500"):
         model.infer(data)
+
+
+def test_sequences_elsewhere_is_an_error():
+    with pytest.raises(ModelError, match="E286"):
+        ppl.compile(HMM.replace("TRANSITION", "A[z[t-1]]").replace("EMISSION", "mu[z[t]]")
+                    .replace("mu[k] ~ Normal(0, 1)", "mu[k] ~ Normal(0, 1) @sequences(by=g)")).check_report()
+
+
+POISSON_BERNOULLI = """
+const K = 2
+data c: int[T]
+data b: bool[T]
+pi ~ Dirichlet(ones(K))
+for k in 1..K {
+  A[k] ~ Dirichlet(ones(K))
+  lam[k] ~ Gamma(1, 0.1)
+  p[k] ~ Beta(1, 1)
+}
+z[1] ~ Categorical(pi)
+for t in 2..T {
+  z[t] ~ Categorical(A[z[t-1]])
+}
+for t in 1..T {
+  c[t] ~ Poisson(lam[z[t]])
+  b[t] ~ Bernoulli(p[z[t]])
+}
+"""
+
+MV_NORMAL = """
+const K = 2
+data x: real[T, D] from (eruptions, waiting)
+pi ~ Dirichlet(ones(K))
+for k in 1..K {
+  A[k] ~ Dirichlet(ones(K))
+  Lambda[k] ~ Wishart(D, eye(D))
+  mu[k] ~ MvNormal(zeros(D), 1.0 * Lambda[k]) @joint
+}
+z[1] ~ Categorical(pi)
+for t in 2..T {
+  z[t] ~ Categorical(A[z[t-1]])
+}
+for t in 1..T {
+  x[t] ~ MvNormal(mu[z[t]], Lambda[z[t]])
+}
+"""
+
+
+def test_poisson_bernoulli_and_normal_wishart_emissions():
+    """Emissions through any conjugate mixture likelihood: Poisson and Bernoulli (a sticky
+    two-state chain, rates 2 and 8, probabilities 0.2 and 0.8) and a 2-D Normal–Wishart
+    (`@joint`) on both Old Faithful columns; the ELBO never falls."""
+    rng = np.random.default_rng(0)
+    z = np.zeros(300, int)
+    for t in range(1, 300):
+        z[t] = z[t - 1] if rng.random() < 0.9 else 1 - z[t - 1]
+    data = pd.DataFrame({"c": rng.poisson(np.where(z == 1, 8, 2)), "b": rng.binomial(1, np.where(z == 1, 0.8, 0.2))})
+    post = ppl.compile(POISSON_BERNOULLI).infer(data, seed=0, tol=1e-10)
+    assert np.all(np.diff(post.trace) >= -1e-9 * abs(post.trace[-1]))
+    order = np.argsort(post["lam"].mean)
+    np.testing.assert_allclose(post["lam"].mean[order], [2, 8], rtol=0.15)
+    np.testing.assert_allclose(post["p"].mean[order], [0.2, 0.8], atol=0.08)
+    agree = np.mean(np.argmax(post["z"].mean, axis=1) == np.where(z == 1, order[1], order[0]))
+    assert agree > 0.9
+    post = ppl.compile(MV_NORMAL).infer(MODELS / "gmm.csv", seed=0, tol=1e-10)
+    assert np.all(np.diff(post.trace) >= -1e-9 * abs(post.trace[-1]))
+    assert post["A"].mean[np.argmin(post["mu"].mean[:, 0])].max() > 0.9  # short wait → long wait

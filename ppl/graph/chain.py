@@ -43,7 +43,15 @@ class Chain:
 
 def find_chains(model) -> tuple[Chain, ...]:
     found = (_chain(model, name) or _discrete_chain(model, name) for name in model.variables)
-    return tuple(c for c in found if c is not None)
+    chains = tuple(c for c in found if c is not None)
+    transitions = {c.transition for c in chains if c.family == "CategoricalChain"}
+    for factor in model.factors:  # `@sequences` means something on a discrete chain's transition only
+        note = next((n for n in factor.annotations if n.rule == "sequences"), None)
+        if note is not None and factor.name not in transitions:
+            raise ModelError("E286", f"`@sequences` on `{factor.name}`, which is not the transition of a discrete "
+                             "chain", span=note.span,
+                             hint="put it after `z[t] ~ Categorical(A[z[t-1]])` inside `for t in 2..T`")
+    return chains
 
 
 def _chain(model, name: str) -> Chain | None:
