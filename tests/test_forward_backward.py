@@ -39,16 +39,22 @@ def enumerate_chain(unary, pair):
     return states, np.exp(logp - log_z), log_z
 
 
-def test_marginals_pairwise_and_log_z_equal_enumeration():
-    rng = np.random.default_rng(0)
-    family, nat = random_natural(LENGTHS, rng)
-    mean = family.to_mean(nat)
-    log_z = family.log_partition(nat)
+def each_sequence(family, nat):
+    """Per sequence: (index, rows, enumeration (states, probabilities, log Z))."""
     params = family.params(nat)
     start = 0
-    for s, length in enumerate(LENGTHS):
+    for s, length in enumerate(family.lengths):
         rows = slice(start, start + length)
-        states, p, exact_log_z = enumerate_chain(params["unary"][rows], params["pair"][rows])
+        yield s, rows, enumerate_chain(params["unary"][rows], params["pair"][rows])
+        start += length
+
+
+def test_marginals_pairwise_and_log_z_equal_enumeration():
+    family, nat = random_natural(LENGTHS, np.random.default_rng(0))
+    mean = family.to_mean(nat)
+    log_z = family.log_partition(nat)
+    for s, rows, (states, p, exact_log_z) in each_sequence(family, nat):
+        length = states.shape[1]
         assert abs(log_z[s] - exact_log_z) < 1e-12
         marginals = np.array([[p[states[:, t] == k].sum() for k in range(K)] for t in range(length)])
         np.testing.assert_allclose(mean[rows, :K], marginals, rtol=0, atol=1e-12)
@@ -56,20 +62,13 @@ def test_marginals_pairwise_and_log_z_equal_enumeration():
         for t in range(1, length):
             np.add.at(pairwise[t], (states[:, t - 1], states[:, t]), p)
         np.testing.assert_allclose(mean[rows, K:].reshape(length, K, K), pairwise, rtol=0, atol=1e-12)
-        start += length
 
 
 def test_entropy_is_log_z_minus_expected_potentials():
-    rng = np.random.default_rng(1)
-    family, nat = random_natural(LENGTHS, rng)
-    params = family.params(nat)
+    family, nat = random_natural(LENGTHS, np.random.default_rng(1))
     entropy = family.entropy(nat)
-    start = 0
-    for s, length in enumerate(LENGTHS):
-        rows = slice(start, start + length)
-        _, p, _ = enumerate_chain(params["unary"][rows], params["pair"][rows])
+    for s, rows, (_, p, _) in each_sequence(family, nat):
         assert abs(entropy[s] - (-np.sum(p * np.log(p)))) < 1e-12
-        start += length
     mean, total = family.solve(nat)
     assert abs(total - entropy.sum()) < 1e-12
 
@@ -119,11 +118,8 @@ def test_ffbs_draws_follow_the_exact_joint_law(lengths):
     family, nat = random_natural(lengths, rng, scale=1.0)
     draws = family.sample(nat, np.random.default_rng(6), 40000)
     assert draws.shape == (40000, sum(lengths))
-    params = family.params(nat)
-    start = 0
-    for length in lengths:
-        rows = slice(start, start + length)
-        states, p, _ = enumerate_chain(params["unary"][rows], params["pair"][rows])
+    for _, rows, (states, p, _) in each_sequence(family, nat):
+        length = states.shape[1]
         codes = np.ravel_multi_index(draws[:, rows].T, (K,) * length)
         observed = np.bincount(codes, minlength=K ** length)
         expected = p * len(codes)
@@ -133,7 +129,6 @@ def test_ffbs_draws_follow_the_exact_joint_law(lengths):
         table, target = (table, target) if target[-1] > 0 else (table[:-1], target[:-1])
         statistic, pvalue = stats.chisquare(table, target)
         assert pvalue > 1e-3, (length, statistic)
-        start += length
 
 
 def test_ffbs_rejects_nothing_it_should_keep():

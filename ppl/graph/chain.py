@@ -55,37 +55,41 @@ def find_chains(model) -> tuple[Chain, ...]:
 
 
 def _chain(model, name: str) -> Chain | None:
-    var = model.variables[name]
-    if var.kind != "latent" or var.dist != "Normal" or var.event_rank or len(var.plates) != 1:
+    pair = _two_statements(model, name, "Normal")
+    if pair is None or not _is_transition(pair[1], name, model.variables[name].plates[0], model):
         return None
-    own = model.factors_of(name)
-    first = [f for f in own if not f.plates and _is_number(f.target.indices, 1)]
-    rest = [f for f in own if f not in first]
-    if len(own) != 2 or len(first) != 1 or not _is_transition(rest[0], name, var.plates[0], model):
-        return None
-    dim = var.plates[0]
-    return Chain(name, first[0].name, rest[0].name,
-                 f"q({name}) is one Gaussian over the chain `{first[0].name}`, `{rest[0].name}` "
+    first, transition = pair
+    dim = model.variables[name].plates[0]
+    return Chain(name, first.name, transition.name,
+                 f"q({name}) is one Gaussian over the chain `{first.name}`, `{transition.name}` "
                  f"(tridiagonal precision, smoothed in O({dim}))")
 
 
-def _discrete_chain(model, name: str) -> Chain | None:
+def _two_statements(model, name: str, dist: str):
+    """(the statement of x[1], the other one) of a latent `dist` variable with one plate and
+    exactly two statements, one of them `x[1] ~ ...` outside any loop; else None."""
     var = model.variables[name]
-    if var.kind != "latent" or var.dist != "Categorical" or var.event_rank or len(var.plates) != 1:
+    if var.kind != "latent" or var.dist != dist or var.event_rank or len(var.plates) != 1:
         return None
     own = model.factors_of(name)
     first = [f for f in own if not f.plates and _is_number(f.target.indices, 1)]
-    rest = [f for f in own if f not in first]
-    if len(own) != 2 or len(first) != 1 or forms.reads(forms.inline(first[0].args["probs"], model.definitions), name):
+    if len(own) != 2 or len(first) != 1:
         return None
-    transition = rest[0]
-    if not _loops_from_two(transition, var.plates[0]) or not _selects_by_lag(transition, name, model):
+    return first[0], next(f for f in own if f is not first[0])
+
+
+def _discrete_chain(model, name: str) -> Chain | None:
+    pair = _two_statements(model, name, "Categorical")
+    if pair is None or forms.reads(forms.inline(pair[0].args["probs"], model.definitions), name):
         return None
-    sequences = _sequence_column(transition, model, var.plates[0])
-    dim = var.plates[0]
+    first, transition = pair
+    dim = model.variables[name].plates[0]
+    if not _loops_from_two(transition, dim) or not _selects_by_lag(transition, name, model):
+        return None
+    sequences = _sequence_column(transition, model, dim)
     per = f"one chain per sequence of `{sequences}`" if sequences else "one chain"
-    return Chain(name, first[0].name, transition.name,
-                 f"q({name}) is {per} over `{first[0].name}`, `{transition.name}` (forward–backward, "
+    return Chain(name, first.name, transition.name,
+                 f"q({name}) is {per} over `{first.name}`, `{transition.name}` (forward–backward, "
                  f"O({dim} K²))", "CategoricalChain", sequences)
 
 
@@ -136,14 +140,9 @@ def _is_number(indices, value) -> bool:
 
 def _is_transition(factor, name: str, dim, model) -> bool:
     """`for t in 2..T { x[t] ~ Normal(mean, ...) }` with the mean linear in x through x[t-1] only."""
-    if factor.dist.name != "Normal" or len(factor.plates) != 1 or "mean" not in factor.args:
+    if factor.dist.name != "Normal" or "mean" not in factor.args or not _loops_from_two(factor, dim):
         return False
     plate = factor.plates[0]
-    end = (None, dim) if isinstance(dim, int) else (dim, 0)
-    index = factor.target.indices
-    if plate.lo != (None, 2) or tuple(plate.hi) != end or not (
-            len(index) == 1 and isinstance(index[0], ast.Name) and index[0].id == plate.var):
-        return False
     mean = forms.inline(factor.args["mean"], model.definitions)
     reads = [n for n in ast.walk(mean) if isinstance(n, ast.Index) and isinstance(n.base, ast.Name)
              and n.base.id == name]
