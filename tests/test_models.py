@@ -29,7 +29,7 @@ EXPECTED_MODELS = {
     "hierarchical_logistic", "gp_classification", "poisson_regression", "multinomial_logistic",
     "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
     "ordinal_regression", "logistic_wide",
-    "spectral_unmixing",
+    "spectral_unmixing", "hmm", "casino", "factorial_hmm",
 }
 
 
@@ -148,6 +148,16 @@ EDGES = {
     "gamma_toy": {("z", "z"): V, ("y", "z"): C},
     "ordinal_regression": {("w", "w"): V, ("rating[n]", "w"): N},
     "spectral_unmixing": {("pi", "pi"): V, ("count[n]", "pi"): C},
+    "hmm": {("pi", "pi"): V, ("A[k]", "A"): V, ("tau[k]", "tau"): V, ("mu[k]", "mu"): V, ("mu[k]", "tau"): V,
+            ("z[1]", "z"): V, ("z[1]", "pi"): V, ("z[t]", "z"): V, ("z[t]", "A"): V,
+            ("y[t]", "z"): V, ("y[t]", "mu"): V, ("y[t]", "tau"): V},
+    "casino": {("pi", "pi"): V, ("A[k]", "A"): V, ("phi[k]", "phi"): V, ("z[1]", "z"): V, ("z[1]", "pi"): V,
+               ("z[t]", "z"): V, ("z[t]", "A"): V, ("roll[t]", "phi"): V, ("roll[t]", "z"): V},
+    "factorial_hmm": {**{(f"{v}{m}", f"{v}{m}"): V for v in ("pi",) for m in (1, 2)}, ("tau", "tau"): V,
+                      **{(f"{v}{m}[k]", f"{v}{m}"): V for v in ("A", "w") for m in (1, 2)},
+                      **{(f"z{m}[1]", f"z{m}"): V for m in (1, 2)}, **{(f"z{m}[1]", f"pi{m}"): V for m in (1, 2)},
+                      **{(f"z{m}[t]", f"z{m}"): V for m in (1, 2)}, **{(f"z{m}[t]", f"A{m}"): V for m in (1, 2)},
+                      **{("y[t]", f"{v}{m}"): V for v in ("w", "z") for m in (1, 2)}, ("y[t]", "tau"): V},
 }
 
 
@@ -186,6 +196,9 @@ SHAPES = {
     "gamma_toy": {"y": [50], "z": []},
     "ordinal_regression": {"x": [300, 3], "rating": [300], "w": [3]},
     "spectral_unmixing": {"spectrum": [60, 3], "count": [60], "pi": [3]},
+    "hmm": {"y": [272], "z": [272], "A": [2, 2], "mu": [2]},
+    "casino": {"session": [1492], "roll": [1492], "z": [1492], "phi": [2, 6]},
+    "factorial_hmm": {"y": [300], "z1": [300], "z2": [300], "w1": [3]},
 }
 
 
@@ -394,17 +407,17 @@ def generator(tmp_path, monkeypatch):
 SYNTHETIC = ["gaussian", "linear_regression", "beta_bernoulli", "gamma_poisson", "eight_schools",
              "hierarchical_logistic", "gp_classification", "poisson_regression", "poisson_mf",
              "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy", "ordinal_regression",
-             "spectral_unmixing", "logistic_wide"]
+             "spectral_unmixing", "logistic_wide", "casino", "factorial_hmm"]
 
 
-@pytest.mark.parametrize("name", SYNTHETIC + ["logistic_regression", "multinomial_logistic", "gmm", "lda"])
+@pytest.mark.parametrize("name", SYNTHETIC + ["logistic_regression", "multinomial_logistic", "gmm", "lda", "hmm"])
 def test_make_data_reproduces_the_committed_csv(generator, name):
     module, out = generator
     if name == "lda":
         pytest.importorskip("lda", reason="`pip install lda` to rebuild lda.csv and ctm.csv")
     if name in ("logistic_regression", "multinomial_logistic"):
         pytest.importorskip("sklearn")
-    if name == "gmm":
+    if name in ("gmm", "hmm"):
         sources = [p for p in module.OLD_FAITHFUL if p.is_file()]
         if not sources:
             pytest.skip("shared/data/old_faithful.csv not available")
