@@ -189,7 +189,13 @@ def main() -> None:
             row = f"| {title} | {name} | {seconds:.4f} | {seconds / base:.2f} | {bound:.4f} |"
             print(row)
             lines.append(row)
-    lines.append("")
+    lines += ["", "ppl and the floor both loop over the time steps in Python (one loop over the longest sequence, "
+              "all sequences at once); hmmlearn's loop is C++, so it wins on one short sequence. Over 50 "
+              "sequences ppl pays, on top of the floor's recursions, for keeping the messages in the log domain "
+              "(a log of the scaled messages, one exp over the (S, L, K, K) pairwise marginals), the padded "
+              "layout and the generic engine (the emission messages carried into the K + K² layout, scatters "
+              "into A, the exact ELBO as Σ E[log f] + H): cProfile puts about two thirds of its time in "
+              "forward–backward.", ""]
     if not args.no_write:
         write_section("\n".join(lines) + "\n", SECTION, DOC)
 
