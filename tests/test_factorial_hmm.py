@@ -14,9 +14,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import ppl
+from ppl.diagnostics import ModelError
 from ppl.infer import build_problem
 from ppl.infer.engine import ElboDecreaseWarning, _update
 from ppl.infer.initialise import initialise
@@ -108,3 +110,12 @@ def test_structured_q_beats_the_fully_factorised_q():
             (emission,) = [f for f in structured.factors if hasattr(f, "choosers")]
             _factorised_sweep(structured, held, name, emission.message(held, name))
     assert structured.elbo(held) < structured.elbo(state) - 1.0
+
+
+def test_one_chain_choosing_two_summands_is_refused():
+    """`w1[z1[t]] + w2[z1[t-1]]` reads two states of one chain: their pairwise law would be needed."""
+    text = (MODELS / "factorial_hmm.vim").read_text()
+    text = text.replace("for t in 1..T {\n  y[t] ~ Normal(w1[z1[t]] + w2[z2[t]], tau)",
+                        "for t in 2..T {\n  y[t] ~ Normal(w1[z1[t]] + w2[z1[t-1]], tau)")
+    with pytest.raises(ModelError, match="E500"):
+        ppl.compile(text).infer(pd.DataFrame({"y": np.linspace(-1, 1, 20)}))

@@ -92,6 +92,9 @@ class FactorialNormal:
                 raise Unsupported(f"`{self.name}`: `{ast.text(term)}` must be a Normal variable", term.span)
             self.components.append((self.add_read(weight), self.add_read(builder.selector), k))
         self.choosers = tuple(chooser.name for _, chooser, _ in self.components)  # initialise seeds them on y
+        if len(set(self.choosers)) < len(self.choosers):
+            raise Unsupported(f"`{self.name}`: each latent category may choose one summand of the mean (two reads "
+                              f"of one chain would need their pairwise law)", factor.span)
         self.offset = sum((np.asarray(self.plate.evaluate(t), float) for t in offset), 0.0)
         role = next(r for r in ("precision", "sd", "var") if r in factor.args)
         self.precision = _Precision(self, role, inline(factor.args[role], model.definitions), model)
