@@ -12,6 +12,8 @@ time. Where each real data set comes from:
   minutes) as distributed with R's `datasets` package, read from the project's
   shared/data/old_faithful.csv. Both columns are STANDARDISED: centred by their mean and divided
   by their population standard deviation (ddof = 0).
+- hmm.csv: the same Old Faithful data, the waiting column only, in minutes as recorded and in the
+  order of the eruptions (a time series).
 - logistic_regression.csv: the Wisconsin diagnostic breast cancer data, 569 tumours x 30
   features, from scikit-learn (`sklearn.datasets.load_breast_cancer`, shipped with the package).
   Column x1 is the intercept (all ones); x2..x31 are the 30 features in scikit-learn's order,
@@ -216,7 +218,49 @@ def ordinal_regression():
     write("ordinal_regression", frame)
 
 
+def casino():
+    # The occasionally dishonest casino (Durbin et al. 1998, ch. 3): S = 12 sessions of 60..200
+    # rolls; the die is fair or loaded (a six half of the time); it stays fair with probability
+    # 0.95 and loaded with 0.90 per roll; each session starts fair with probability 0.8. Rows are
+    # sorted by session, then roll.
+    rng = np.random.default_rng(14)
+    trans = np.array([[0.95, 0.05], [0.10, 0.90]])
+    faces = np.array([np.full(6, 1 / 6), [0.1, 0.1, 0.1, 0.1, 0.1, 0.5]])
+    sessions, rolls = [], []
+    for s in range(12):
+        state = int(rng.random() > 0.8)
+        for _ in range(int(rng.integers(60, 201))):
+            sessions.append(f"s{s + 1:02d}")
+            rolls.append(int(rng.choice(6, p=faces[state])) + 1)
+            state = int(rng.choice(2, p=trans[state]))
+    write("casino", pd.DataFrame({"session": sessions, "roll": rolls}))
+
+
+def factorial_hmm():
+    # Two hidden chains of K = 3 states each, T = 300 steps (Ghahramani & Jordan 1997): a slow
+    # chain (stays with probability 0.97) with levels (-2, 0, 2) and a fast one (stays with
+    # probability 0.8) with levels (-0.6, 0, 0.6); y[t] = level1 + level2 + N(0, 0.25^2).
+    rng = np.random.default_rng(15)
+    steps = 300
+    y = np.zeros(steps)
+    for stay, levels in ((0.97, [-2.0, 0.0, 2.0]), (0.8, [-0.6, 0.0, 0.6])):
+        trans = np.full((3, 3), (1 - stay) / 2) + np.eye(3) * (stay - (1 - stay) / 2)
+        state = rng.integers(3)
+        for t in range(steps):
+            y[t] += levels[state]
+            state = rng.choice(3, p=trans[state])
+    y += rng.normal(0, 0.25, steps)
+    write("factorial_hmm", pd.DataFrame({"y": y}))
+
+
 # ---- real ----------------------------------------------------------------------------------
+
+def hmm():
+    source = next((p for p in OLD_FAITHFUL if p.is_file()), None)
+    if source is None:
+        print("skipped hmm.csv: shared/data/old_faithful.csv not found", file=sys.stderr)
+        return
+    write("hmm", pd.read_csv(source)[["waiting"]])
 
 def gmm():
     source = next((p for p in OLD_FAITHFUL if p.is_file()), None)
@@ -305,7 +349,8 @@ MAKERS = {f.__name__: f for f in (
     gaussian, linear_regression, gmm, beta_bernoulli, gamma_poisson, eight_schools,
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
     multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
-    ordinal_regression, logistic_wide, spectral_unmixing, lda_counts, surgical)}
+    ordinal_regression, logistic_wide, spectral_unmixing, lda_counts, surgical, hmm, casino,
+    factorial_hmm)}
 
 
 def main(names: list[str]) -> None:

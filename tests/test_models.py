@@ -29,7 +29,7 @@ EXPECTED_MODELS = {
     "hierarchical_logistic", "gp_classification", "poisson_regression", "multinomial_logistic",
     "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
     "ordinal_regression", "logistic_wide",
-    "spectral_unmixing", "lda_counts", "surgical", "surgical_expanded",
+    "spectral_unmixing", "lda_counts", "surgical", "surgical_expanded", "hmm", "casino", "factorial_hmm",
 }
 
 
@@ -154,6 +154,16 @@ EDGES = {
                           ("b[h]", "tau"): V, ("died[n]", "b"): N},
     "surgical": {("mu", "mu"): V, ("tau", "tau"): V, ("b[h]", "b"): V, ("b[h]", "mu"): V, ("b[h]", "tau"): V,
                  ("died[n]", "b"): N},
+    "hmm": {("pi", "pi"): V, ("A[k]", "A"): V, ("tau[k]", "tau"): V, ("mu[k]", "mu"): V, ("mu[k]", "tau"): V,
+            ("z[1]", "z"): V, ("z[1]", "pi"): V, ("z[t]", "z"): V, ("z[t]", "A"): V,
+            ("y[t]", "z"): V, ("y[t]", "mu"): V, ("y[t]", "tau"): V},
+    "casino": {("pi", "pi"): V, ("A[k]", "A"): V, ("phi[k]", "phi"): V, ("z[1]", "z"): V, ("z[1]", "pi"): V,
+               ("z[t]", "z"): V, ("z[t]", "A"): V, ("roll[t]", "phi"): V, ("roll[t]", "z"): V},
+    "factorial_hmm": {**{(f"{v}{m}", f"{v}{m}"): V for v in ("pi",) for m in (1, 2)}, ("tau", "tau"): V,
+                      **{(f"{v}{m}[k]", f"{v}{m}"): V for v in ("A", "w") for m in (1, 2)},
+                      **{(f"z{m}[1]", f"z{m}"): V for m in (1, 2)}, **{(f"z{m}[1]", f"pi{m}"): V for m in (1, 2)},
+                      **{(f"z{m}[t]", f"z{m}"): V for m in (1, 2)}, **{(f"z{m}[t]", f"A{m}"): V for m in (1, 2)},
+                      **{("y[t]", f"{v}{m}"): V for v in ("w", "z") for m in (1, 2)}, ("y[t]", "tau"): V},
 }
 
 
@@ -195,6 +205,9 @@ SHAPES = {
     "lda_counts": {"doc": [7393], "word": [7393], "count": [7393], "theta": [100, 10], "beta": [10, 500]},
     "surgical": {"hospital": [24], "died": [24], "count": [24], "b": [12]},
     "surgical_expanded": {"hospital": [2814], "died": [2814], "b": [12]},
+    "hmm": {"y": [272], "z": [272], "A": [2, 2], "mu": [2]},
+    "casino": {"session": [1492], "roll": [1492], "z": [1492], "phi": [2, 6]},
+    "factorial_hmm": {"y": [300], "z1": [300], "z2": [300], "w1": [3]},
 }
 
 
@@ -403,17 +416,17 @@ def generator(tmp_path, monkeypatch):
 SYNTHETIC = ["gaussian", "linear_regression", "beta_bernoulli", "gamma_poisson", "eight_schools",
              "hierarchical_logistic", "gp_classification", "poisson_regression", "poisson_mf",
              "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy", "ordinal_regression",
-             "spectral_unmixing", "logistic_wide"]
+             "spectral_unmixing", "logistic_wide", "casino", "factorial_hmm"]
 
 
-@pytest.mark.parametrize("name", SYNTHETIC + ["logistic_regression", "multinomial_logistic", "gmm", "lda"])
+@pytest.mark.parametrize("name", SYNTHETIC + ["logistic_regression", "multinomial_logistic", "gmm", "lda", "hmm"])
 def test_make_data_reproduces_the_committed_csv(generator, name):
     module, out = generator
     if name == "lda":
         pytest.importorskip("lda", reason="`pip install lda` to rebuild lda.csv and ctm.csv")
     if name in ("logistic_regression", "multinomial_logistic"):
         pytest.importorskip("sklearn")
-    if name == "gmm":
+    if name in ("gmm", "hmm"):
         sources = [p for p in module.OLD_FAITHFUL if p.is_file()]
         if not sources:
             pytest.skip("shared/data/old_faithful.csv not available")

@@ -11,6 +11,7 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .categorical_chain import CategoricalChain
 from .dirichlet import Dirichlet
 from .exponential import Exponential
 from .gamma import Gamma
@@ -28,6 +29,7 @@ __all__ = [
     "Beta",
     "Binomial",
     "Categorical",
+    "CategoricalChain",
     "Dirichlet",
     "Exponential",
     "Gamma",

@@ -47,7 +47,7 @@ class Analysis:
     scopes: dict  # latent name -> ("global" | "local", reason)
     blocks: tuple[Block, ...]
     groups: tuple = ()  # joint.Group: variables sharing one factor of q
-    chains: tuple = ()  # chain.Chain: Normal variables whose q is one Gaussian Markov chain
+    chains: tuple = ()  # chain.Chain: variables whose q is one Markov chain (Gaussian or discrete)
 
     def for_factor(self, factor: str) -> tuple[Tag, ...]:
         return tuple(t for t in self.tags if t.factor == factor)
@@ -70,8 +70,8 @@ class Analysis:
                         "reason": b.reason} for b in self.blocks],
             "groups": [{"variables": [g.mean, g.precision], "family": g.family, "reason": g.reason}
                        for g in self.groups],
-            "chains": [{"variable": c.variable, "factors": [c.first, c.transition], "reason": c.reason}
-                       for c in self.chains],
+            "chains": [{"variable": c.variable, "factors": [c.first, c.transition], "reason": c.reason,
+                        "family": c.family, "sequences": c.sequences} for c in self.chains],
             "weights": [{"plate": plate, "weight": name} for plate, name in model.weights.items()],
         }
 
@@ -190,7 +190,7 @@ def _requested(factor: Factor, methods: dict):
     if factor.name in methods:
         return methods[factor.name], {}, None, "--method"
     for note in factor.annotations:
-        if note.rule == "joint":
+        if note.rule in ("joint", "sequences"):  # choices of q, not message rules
             continue
         options = {k: (v.value if isinstance(v, ast.Number) else v.id) for k, v in note.options}
         return rule_name(note.rule), options, note.span, "annotation"

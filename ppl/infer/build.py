@@ -8,10 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl import families as fam
+from ppl.diagnostics import DataError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.chain import ChainTransition, chain_neighbours
 from ppl.infer.factors.conjugate import ConjugateFactor
+from ppl.infer.factors.discrete_chain import ChainStart, DiscreteTransition, discrete_chain_neighbours
 from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
+from ppl.infer.factors.factorial import FactorialNormal, is_factorial
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor, cvi_step, step_size
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
@@ -96,10 +99,12 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             continue
         shapes[name] = tuple(env.size(d) for d in var.plates)
         families[name] = family_for(var, env)
-    transitions = {c.transition for c in analysis.chains}
+    transitions = {c.transition for c in analysis.chains if c.family == "NormalChain"}
     for chain in analysis.chains:
-        families[chain.variable] = fam.NormalChain()
+        families[chain.variable] = fam.NormalChain() if chain.family == "NormalChain" else \
+            discrete_chain_family(chain, model, dataset, env)
     runtimes, latent = _joint_factors(model, dataset, env, analysis, families, shapes)
+    runtimes += _discrete_chain_factors(model, env, analysis, families)
     done = {f.factor.name for f in runtimes} | {
         f.name for g in analysis.groups for f in model.factors_of(g.precision)}
     for factor in model.factors:
@@ -133,6 +138,8 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                                   f"Gamma, and for Poisson(dot(a, b)) with Gamma or Dirichlet a, b",
                                   factor.span)
             runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
+        elif is_factorial(factor, model):
+            runtimes.append(FactorialNormal(factor, model, env, dataset, families))
         elif factor.dist.name in ("Normal", "MvNormal"):
             runtimes.append(GaussianFactor(factor, model, env, dataset, families))
         else:
@@ -140,7 +147,8 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                                             families[factor.target.name]))
     latent += [n for n in dataset.masks if n in families]
     neighbours = {name: [f for f in runtimes if name in f.reads] for name in latent}
-    neighbours.update({c.variable: chain_neighbours(c, runtimes) for c in analysis.chains})
+    neighbours.update({c.variable: chain_neighbours(c, runtimes) if c.family == "NormalChain" else
+                       discrete_chain_neighbours(c, families[c.variable], runtimes) for c in analysis.chains})
     for f in runtimes:
         if isinstance(f, SoftmaxVectorFactor):
             f.attach(neighbours)
@@ -170,6 +178,38 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
                    stochastic, pure, damped, guarded, notes, low_rank, scopes,
                    schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
+
+
+def _discrete_chain_factors(model, env, analysis, families) -> list:
+    """The initial-state and transition runtimes of every discrete chain (hidden Markov models)."""
+    runtimes = []
+    for chain in analysis.chains:
+        if chain.family == "CategoricalChain":
+            family = families[chain.variable]
+            runtimes.append(ChainStart(model.factor(chain.first), model, env, family))
+            runtimes.append(DiscreteTransition(model.factor(chain.transition), model, env, family))
+    return runtimes
+
+
+def discrete_chain_family(chain, model, dataset, env):
+    """CategoricalChain over the rows, one sequence per run of equal `sequences` values (each
+    sequence's rows must be contiguous: a value met again after another began is data error E422)."""
+    var = model.variables[chain.variable]
+    rows = env.size(var.plates[0])
+    if chain.sequences is None:
+        return fam.CategoricalChain(env.size(var.levels), (rows,))
+    seq = np.asarray(dataset.arrays[chain.sequences]).reshape(-1)
+    starts = np.flatnonzero(np.r_[True, seq[1:] != seq[:-1]])
+    labels = seq[starts]
+    order = np.argsort(labels, kind="stable")
+    repeated = order[1:][labels[order][1:] == labels[order][:-1]]
+    if repeated.size:
+        again = starts[repeated.min()]
+        raise DataError("E422", f"`{chain.sequences}` names the sequence of each row, and the rows of a sequence "
+                        f"must be contiguous: row {again + 1} returns to a sequence that ended before",
+                        column=chain.sequences, row=int(again) + 1,
+                        hint="sort the data by sequence, then by time")
+    return fam.CategoricalChain(env.size(var.levels), tuple(int(n) for n in np.diff(np.r_[starts, rows])))
 
 
 def _joint_factors(model, dataset, env, analysis, families, shapes):

@@ -21,6 +21,7 @@ _NEUTRAL = {
     "Dirichlet": lambda f: f.natural(alpha=np.ones(f.k)),
     "Beta": lambda f: f.natural(a=1.0, b=1.0),
     "Categorical": lambda f: f.natural(probs=np.full(f.k, 1.0 / f.k)),
+    "CategoricalChain": lambda f: np.zeros(f.size),
     "NormalWishart": lambda f: f.natural(mean=np.zeros(f.dim), beta=1.0, dof=f.dim + 1.0, scale=np.eye(f.dim)),
 }
 
@@ -48,7 +49,7 @@ def initialise(problem, rng: np.random.Generator) -> State:
         if own:
             state.set(name, sum(f.message(state, name) for f in own))
     for name in problem.latent:
-        if problem.families[name].name == "Categorical":
+        if problem.families[name].name in ("Categorical", "CategoricalChain"):
             _break_symmetry(problem, state, name, rng)
     for name in sorted({n for f in problem.factors for n in f.bilinear}):
         _draw_mean(state, name, rng)
@@ -78,23 +79,43 @@ def _break_symmetry(problem, state, name: str, rng) -> None:
     k = family.k
     size = state.natural[name].shape[0]
     points = _selected_data(problem, name)
+    if points is None and family.name == "CategoricalChain":
+        points = _local_frequencies(problem, name)
     if points is not None and points.shape[0] == size:
         labels = _kmeans(points, k, rng, state.counts.get(name))
         probs = np.full((size, k), 1e-3 / k)
         probs[np.arange(size), labels] += 1 - 1e-3
     else:
         probs = rng.dirichlet(np.ones(k), size=size)
-    state.set(name, np.log(probs))
+    state.set(name, np.log(probs) if family.size == k else  # a chain: independent rows to start from
+              np.concatenate([np.log(probs), np.zeros((size, family.size - k))], axis=1))
 
 
 def _selected_data(problem, name):
     """Observed real data drawn with parameters selected by `name`, one row per element of it."""
     for factor in problem.factors:
-        if factor.selector is not None and factor.selector.name == name:
+        if (factor.selector is not None and factor.selector.name == name) or name in getattr(factor, "choosers", ()):
             target = factor.factor.target.name
             values = problem.dataset.arrays.get(target)
             if values is not None and problem.families[target].name in ("Normal", "MvNormal"):
                 return values.reshape(values.shape[0], -1).astype(float)
+    return None
+
+
+def _local_frequencies(problem, name, window: int = 10):
+    """For a chain that selects the probabilities of observed categories: each row's category
+    frequencies over the `window` rows around it. One category says little about the state; a
+    run of rows says which state the chain was in (the loaded die of a casino)."""
+    for factor in problem.factors:
+        target = factor.factor.target.name
+        if factor.selector is not None and factor.selector.name == name and target in problem.dataset.arrays \
+                and problem.families[target].name == "Categorical":
+            one_hot = problem.families[target].stats(np.asarray(problem.dataset.arrays[target]).reshape(-1))
+            total = np.vstack([np.zeros((1, one_hot.shape[1])), np.cumsum(one_hot, axis=0)])
+            rows = one_hot.shape[0]
+            lo = np.clip(np.arange(rows) - window // 2, 0, max(rows - window, 0))
+            hi = np.minimum(lo + window, rows)
+            return (total[hi] - total[lo]) / (hi - lo)[:, None]
     return None
 
 

@@ -59,6 +59,8 @@ class State:
                 cached = self._one_hot(name)
             elif name in self.observed and self.observed[name][1] is None:
                 cached = self.observed[name][0]
+            elif hasattr(self.families[name], "solve"):  # a chain: moments and entropy in one pass
+                cached, self._entropy[name] = self.families[name].solve(self.natural[name])
             else:
                 cached = self.families[name].to_mean(self.natural[name])
                 if name in self.observed:
@@ -85,6 +87,8 @@ class State:
     def entropy(self, name: str) -> float:
         """H[q] summed over the latent elements (the missing cells of a partially observed array)."""
         family = self.families[name]
+        if hasattr(family, "solve"):
+            self.moments(name)
         if name in self._entropy:
             return float(self._entropy[name])
         if hasattr(family, "entropy_of_mean"):  # reuse the cached moments when the family can

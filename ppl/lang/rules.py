@@ -20,10 +20,13 @@ RULES: dict[str, tuple[str, frozenset]] = {
     # Not a message rule but a choice of q: the Gaussian and its Gamma/Wishart precision share
     # one Normal–Gamma / Normal–Wishart factor of q (structured mean field, Bishop §10.2).
     "joint": ("joint", frozenset()),
+    # Not a rule either: on a discrete chain's transition, `by=seq` names the data column whose
+    # changes restart the chain (several sequences in one table; ppl.graph.chain).
+    "sequences": ("sequences", frozenset({"by"})),
 }
 
 # options whose value is a word (`kind=quadratic`); every other option takes a number
-WORD_OPTIONS = frozenset({"kind", "form"})
+WORD_OPTIONS = frozenset({"kind", "form", "by"})
 
 RULE_NAMES = frozenset(name for name, _ in RULES.values())
 

@@ -69,7 +69,7 @@ class FactorRuntime(abc.ABC):
         """Responsibilities plate + (C,) when a latent category selects components, else ones."""
         if self.selector is None:
             return np.ones(self.plate.shape + (1,))
-        return self.selector.read(state)[..., 0, :]
+        return self.selector.read(state)[..., 0, : self.components]  # a chain's q adds pair blocks after
 
     def count(self, name: str | None = None):
         """Row weights, plate + (1,), that multiply this factor's message to `name`: those of the
@@ -121,8 +121,9 @@ class FactorRuntime(abc.ABC):
     def expected_log(self, state) -> np.ndarray:
         """`_expected_log`, reused while none of the variables this factor reads has changed
         (the selector's message and the ELBO of a sweep need the same values)."""
-        key = self.version_key(state, sorted(n for n in self.reads
-                                              if n != (self.selector.name if self.selector else None)))
+        selector = self.selector.name if self.selector else None  # unless it is also read otherwise:
+        key = self.version_key(state, sorted(n for n in self.reads  # z[t] ~ Categorical(A[z[t-1]])
+                                              if n != selector or len(self.reads[n]) > 1))
         if getattr(self, "_log_key", None) != key:
             self._log_key, self._log_value = key, self._expected_log(state)
         return self._log_value

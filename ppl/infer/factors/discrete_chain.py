@@ -1,0 +1,165 @@
+"""Factors of a discrete chain q(z) (`ppl.graph.chain`, family `CategoricalChain`): a hidden
+Markov model's initial state and transition, and the adapter for its emissions.
+
+With q(z) one chain per sequence and Dirichlet q(π), q(A):
+
+  z[1] ~ Categorical(π):        to z at every sequence start, unary E[log π];
+                                to π, Σ_starts γ_s;   E[log f] = Σ_starts γ_s · E[log π]
+  z[t] ~ Categorical(A[z[t-1]]): to z at t, pair block E[log A] (the sub-normalised
+                                exp E[log A] of Beal 2003); to row i of A, Σ_t ξ_t[i, ·];
+                                E[log f] = Σ_t Σ_ij ξ_t[i, j] E[log A_ij]
+
+(ξ_t[i, j] = q(z_{t−1} = i, z_t = j)). Inside a sequence the transition holds; at a row that
+starts one (`@sequences(by=seq)`) it is switched off and the initial factor holds instead.
+Every other factor reads z[t] as a mixture selector and sends its expected log-likelihoods
+as unary evidence (`Emission`), so one update of z is forward–backward on the whole chain.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppl.families.base import dot_last
+from ppl.graph.forms import inline
+from ppl.infer.access import AccessBuilder, Unsupported
+from ppl.infer.factors.factorial import FactorialNormal
+from ppl.infer.plates import Plate
+from ppl.lang import ast
+
+
+class _ChainFactor:
+    """What the engine asks of a factor runtime: `reads`, `message`, `elbo`, `elbo_estimate`."""
+
+    selector = None
+    bilinear: frozenset = frozenset()
+
+    def __init__(self, factor, model, env, family, components: int, selector_expr=None):
+        self.factor = factor
+        self.name = factor.name
+        self.family = family  # the chain's CategoricalChain
+        self.k = family.k
+        self.plate = Plate(factor, env)
+        self.builder = AccessBuilder(self.plate, env, model, components, selector_expr)
+        target = factor.target
+        self.target = self.builder.build(ast.Index(ast.Name(target.name, target.span), target.indices, target.span),
+                                         selected=False)
+        self.chain = target.name
+        self.reads = {self.chain: [self.target]}
+        self.probs = None
+        probs = inline(factor.args["probs"], model.definitions)
+        if any(isinstance(n, ast.Name) and model.variables.get(n.id) is not None
+               and model.variables[n.id].kind == "latent" for n in ast.walk(probs)):
+            if not isinstance(probs, (ast.Name, ast.Index)):
+                raise Unsupported(f"`{self.name}`: the probabilities must be a Dirichlet variable or a row of one",
+                                  factor.span)
+            self.probs = self.builder.build(probs)
+            self.reads[self.probs.name] = [self.probs]
+        else:
+            with np.errstate(divide="ignore"):
+                self.log_probs = np.log(self.plate.over_components(probs))
+
+    def elbo_estimate(self, state) -> tuple[float, float]:
+        return self.elbo(state), 0.0
+
+    def _expected_log_probs(self, state):
+        """E[log p] gathered over the plate: plate + (C, K)."""
+        return self.probs.read(state) if self.probs is not None else self.log_probs
+
+
+class ChainStart(_ChainFactor):
+    """`z[1] ~ Categorical(pi)`, applied at the first row of every sequence."""
+
+    def __init__(self, factor, model, env, family):
+        super().__init__(factor, model, env, family, 1)
+        self.rows = np.flatnonzero(family.starts())
+
+    def _start_marginals(self, state):
+        return state.moments(self.chain)[self.rows, : self.k]
+
+    def message(self, state, name: str, factored: bool = False) -> np.ndarray:
+        if name == self.chain:
+            out = np.zeros((state.natural[name].shape[0], self.family.size))
+            out[self.rows, : self.k] = np.reshape(self._expected_log_probs(state), (-1, self.k))[0]
+            return out
+        return self.probs.scatter(self._start_marginals(state).sum(axis=0).reshape(1, 1, self.k))
+
+    def elbo(self, state) -> float:
+        log_probs = np.reshape(self._expected_log_probs(state), (-1, self.k))[0]
+        return float(np.sum(dot_last(self._start_marginals(state), log_probs)))
+
+
+class DiscreteTransition(_ChainFactor):
+    """`z[t] ~ Categorical(A[z[t-1]])` inside each sequence."""
+
+    def __init__(self, factor, model, env, family):
+        index = inline(factor.args["probs"], model.definitions).indices
+        lag = next(i for i in index if any(isinstance(n, ast.Name) and n.id == factor.target.name
+                                           for n in ast.walk(i)))
+        super().__init__(factor, model, env, family, family.k, selector_expr=lag)
+        if self.probs is None:
+            raise Unsupported(f"`{self.name}`: the transition rows must be latent Dirichlet variables", factor.span)
+        self.rows = self.target.index[:, 0]
+        self.inside = ~family.starts()[self.rows]  # rows that continue the sequence of the row before
+
+    def _pairwise(self, state):
+        """ξ_t over the plate, (T − 1, K, K), zero where a sequence starts."""
+        xi = state.moments(self.chain)[self.rows, self.k:].reshape(-1, self.k, self.k)
+        return xi * self.inside[:, None, None]
+
+    def message(self, state, name: str, factored: bool = False) -> np.ndarray:
+        if name == self.chain:
+            out = np.zeros((state.natural[name].shape[0], self.family.size))
+            pair = np.where(self.inside[:, None, None], self._expected_log_probs(state), 0.0)
+            out[self.rows, self.k:] = pair.reshape(len(self.rows), -1)
+            return out
+        return self.probs.scatter(self._pairwise(state))
+
+    def elbo(self, state) -> float:
+        xi = self._pairwise(state)
+        return float(np.sum(dot_last(xi.reshape(len(xi), -1),
+                                     np.broadcast_to(self._expected_log_probs(state), xi.shape).reshape(len(xi), -1))))
+
+
+class Emission:
+    """A factor that reads the chain as a mixture selector, `y[t] ~ F(theta[z[t]])`: its message
+    to z is the unary evidence E[log F(y_t | theta_k)] per row, carried into the chain's layout
+    with a zero pair block. Everything else is the factor's own."""
+
+    def __init__(self, runtime, size: int):
+        self.runtime = runtime
+        self.size = size
+
+    def message(self, state, name: str, factored: bool = False) -> np.ndarray:
+        message = self.runtime.message(state, name)
+        return np.concatenate([message, np.zeros(message.shape[:-1] + (self.size - message.shape[-1],))], axis=-1)
+
+    def __getattr__(self, attribute):
+        return getattr(self.runtime, attribute)
+
+
+def _state_reads(runtime, name: str) -> set:
+    """The distinct index expressions through which a factor's arguments read the chain."""
+    return {ast.text(i) for expr in runtime.factor.args.values() for node in ast.walk(inline(expr, runtime.model.definitions))
+            if isinstance(node, ast.Index) for i in node.indices
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(i))}
+
+
+def discrete_chain_neighbours(chain, family, runtimes: list) -> list:
+    """The chain's own two factors, and emissions that read z[t] only as a selector, one row each
+    (located E500 otherwise)."""
+    neighbours = []
+    for f in runtimes:
+        if chain.variable not in f.reads:
+            continue
+        if isinstance(f, _ChainFactor) and f.chain == chain.variable:
+            neighbours.append(f)
+        elif isinstance(f, FactorialNormal):  # reads z[t] as one of several selectors
+            neighbours.append(Emission(f, family.size))
+        elif (len(f.reads[chain.variable]) == 1 and f.selector is not None and f.reads[chain.variable][0] is f.selector
+              and not f.selector.plate_free and len(_state_reads(f, chain.variable)) == 1):
+            neighbours.append(Emission(f, family.size))
+        else:
+            raise Unsupported(f"`{f.name}` reads `{chain.variable}` other than as `{chain.variable}[t]` selecting "
+                              f"parameters; q({chain.variable}) is one discrete chain, and this version runs "
+                              f"only factors that read one element of it as a mixture selector", f.factor.span)
+    return neighbours

@@ -1,0 +1,155 @@
+"""`y[t] ~ Normal(W1[z1[t]] + ... + WM[zM[t]] + c, τ)`: a Gaussian whose mean adds components
+chosen by M different latent categories — the factorial HMM of Ghahramani & Jordan (1997),
+seed 001 §21.4.1, with scalar outputs.
+
+Under q = Π_m q(z_m) q(W_m) q(τ) (each z_m one chain, or factorised), with Ŵ_tm = Σ_k γ_tmk E[W_mk],
+S_tm = Σ_k γ_tmk E[W_mk²] and r̂_tm = c_t + Σ_{l≠m} Ŵ_tl (the other chains' expected output):
+
+  E[(y_t − μ_t)²] = (y_t − c_t − Σ_m Ŵ_tm)² + Σ_m (S_tm − Ŵ_tm²)
+  to z_m at t, state k:  E[τ] (E[W_mk](y_t − r̂_tm) − ½E[W_mk²])      the local evidence log ξ_tm
+  to W_mk:               (E[τ] Σ_t γ_tmk (y_t − r̂_tm), −½E[τ] Σ_t γ_tmk)
+  to τ (Gamma):          (½, −½ E[(y_t − μ_t)²]) per row
+
+The message to z_m is eq. 21.62 (log ξ_tm = W_mᵀΣ⁻¹ỹ_tm − ½δ_m, ỹ_tm = y_t − Σ_{l≠m} W_l E[x_tl]),
+up to a constant in k, with q(W) and q(τ) averaged over: each chain then takes one forward–backward
+pass with that evidence. A sweep costs O(T M K) here (Ŵ once per chain, r̂_m as the total minus
+chain m's own) and O(T K²) per chain in forward–backward: O(T M K²) in all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppl.graph.forms import inline
+from ppl.infer.access import AccessBuilder, Unsupported
+from ppl.infer.factors.gaussian import LOG_2PI, _Precision
+from ppl.infer.plates import Plate
+from ppl.lang import ast
+
+
+def _terms(expr) -> list:
+    """The summands of `a + b + ...`."""
+    if isinstance(expr, ast.BinOp) and expr.op == "+":
+        return _terms(expr.left) + _terms(expr.right)
+    return [expr]
+
+
+def _selector(expr, model) -> ast.Expr | None:
+    """The index expression of a summand `W[z[t]]` that reads a latent category, if any."""
+    if isinstance(expr, ast.Index):
+        for index in expr.indices:
+            if any(isinstance(n, ast.Name) and model.variables.get(n.id) is not None
+                   and model.variables[n.id].kind == "latent" and model.variables[n.id].dist == "Categorical"
+                   for n in ast.walk(index)):
+                return index
+    return None
+
+
+def is_factorial(factor, model) -> bool:
+    """A scalar Normal whose mean sums components selected by two or more latent categories."""
+    if factor.dist.name != "Normal" or "mean" not in factor.args:
+        return False
+    chosen = {ast.text(s) for s in (_selector(t, model) for t in _terms(inline(factor.args["mean"], model.definitions)))
+              if s is not None}
+    return len(chosen) >= 2
+
+
+class FactorialNormal:
+    """The factor runtime (reads, messages, ELBO term) of `is_factorial` statements."""
+
+    selector = None
+    bilinear: frozenset = frozenset()
+
+    def __init__(self, factor, model, env, dataset, families):
+        self.factor, self.name, self.model, self.dim = factor, factor.name, model, 0
+        self.plate = Plate(factor, env)
+        self.builder = AccessBuilder(self.plate, env, model, 1, None)
+        target = factor.target
+        if model.variables[target.name].kind == "latent" or target.name in dataset.masks:
+            raise Unsupported(f"`{self.name}`: the output of a factorial model must be observed, with no missing "
+                              "cells", factor.span)
+        self.target = self.builder.build(
+            ast.Index(ast.Name(target.name, target.span), target.indices, target.span) if target.indices
+            else ast.Name(target.name, target.span), selected=False)
+        self.reads: dict = {}
+        self.components = []  # (read of W_m, read of z_m, K_m)
+        offset = []
+        for term in _terms(inline(factor.args["mean"], model.definitions)):
+            index = _selector(term, model)
+            if index is None:
+                if any(isinstance(n, ast.Name) and model.variables.get(n.id) is not None
+                       and model.variables[n.id].kind == "latent" for n in ast.walk(term)):
+                    raise Unsupported(f"`{self.name}`: every latent summand of the mean must be `W[z[t]]`, a Normal "
+                                      f"chosen by a latent category", term.span)
+                offset.append(term)
+                continue
+            chooser = next(n.id for n in ast.walk(index) if isinstance(n, ast.Name)
+                           and model.variables.get(n.id) is not None and model.variables[n.id].kind == "latent")
+            k = env.size(model.variables[chooser].levels)
+            builder = AccessBuilder(self.plate, env, model, k, index)
+            weight = builder.build(term)
+            if model.variables[weight.name].dist != "Normal":
+                raise Unsupported(f"`{self.name}`: `{ast.text(term)}` must be a Normal variable", term.span)
+            self.components.append((self.add_read(weight), self.add_read(builder.selector), k))
+        self.choosers = tuple(chooser.name for _, chooser, _ in self.components)  # initialise seeds them on y
+        if len(set(self.choosers)) < len(self.choosers):
+            raise Unsupported(f"`{self.name}`: each latent category may choose one summand of the mean (two reads "
+                              f"of one chain would need their pairwise law)", factor.span)
+        self.offset = sum((np.asarray(self.plate.evaluate(t), float) for t in offset), 0.0)
+        role = next(r for r in ("precision", "sd", "var") if r in factor.args)
+        self.precision = _Precision(self, role, inline(factor.args[role], model.definitions), model)
+
+    def add_read(self, access):
+        self.reads.setdefault(access.name, []).append(access)
+        return access
+
+    def data(self, expr) -> np.ndarray:
+        return self.plate.over_components(expr)
+
+    # -- the expected outputs of the chains
+    def _parts(self, state):
+        """y (T,), per chain: (γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,))."""
+        y = self.target.read(state)[..., 0, 0]
+        parts = []
+        for weight, chooser, k in self.components:
+            gamma = chooser.read(state)[..., 0, :k]
+            w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
+            w1, w2 = w[..., 0], w[..., 1]
+            parts.append((gamma, w1, w2, np.sum(gamma * w1, -1), np.sum(gamma * w2, -1)))
+        return y, parts
+
+    def _residual(self, y, parts):
+        return y - self.offset - sum(p[3] for p in parts)
+
+    def _squared_error(self, state):
+        y, parts = self._parts(state)
+        return self._residual(y, parts) ** 2 + sum(p[4] - p[3] ** 2 for p in parts)
+
+    def elbo(self, state) -> float:
+        prec, logdet = self.precision.expect(state)
+        err = self._squared_error(state)[..., None]
+        return float(np.sum(np.broadcast_to(0.5 * logdet - 0.5 * LOG_2PI - 0.5 * prec * err, err.shape)))
+
+    def elbo_estimate(self, state) -> tuple[float, float]:
+        return self.elbo(state), 0.0
+
+    def message(self, state, name: str, factored: bool = False) -> np.ndarray:
+        total = 0.0
+        for access in self.reads.get(name, ()):
+            total = total + self._message(state, access)
+        return total
+
+    def _message(self, state, access):
+        prec = self.precision.expect(state)[0]  # plate + (1,)
+        if access is self.precision.access:
+            return access.scatter(self.precision.message(state, self._squared_error(state)[..., None]))
+        y, parts = self._parts(state)
+        residual = self._residual(y, parts)
+        for (weight, chooser, _), (gamma, w1, w2, mean, _) in zip(self.components, parts):
+            own = (residual + mean)[..., None]  # y − r̂_m: the output less every other chain's
+            if access is chooser:
+                return chooser.scatter_rows(prec * (w1 * own - 0.5 * w2))
+            if access is weight:
+                message = np.stack(np.broadcast_arrays(prec * gamma * own, -0.5 * prec * gamma), axis=-1)
+                return weight.scatter(message)
+        raise AssertionError(access.name)
