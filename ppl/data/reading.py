@@ -1,0 +1,196 @@
+"""Reading data by columns: the header first, then only the columns a model binds, typed from
+their declarations. A numeric column is float64 (NaN where missing); any other is a `Coded` text
+column. CSV files are read by pyarrow (imported on first use), files under `SMALL_CSV` bytes by
+the `csv` module, which is also the exact path that locates a malformed line. Parquet files by
+pyarrow; a pandas DataFrame as it is."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ppl.data.columns import Coded, dictionary_column
+from ppl.data.table import Table, read_csv_text, header_names
+from ppl.diagnostics import DataError
+
+SMALL_CSV = 1 << 20  # bytes; a smaller CSV file is read without importing pyarrow (start-up time)
+NUMERIC = ("real", "int")  # element types read as float64; bool and cat are read as text
+
+
+def open_data(data, name: str | None, na: tuple):
+    """A reader over a CSV or Parquet path or a pandas DataFrame: `.name`, `.columns` (names as
+    pandas makes them), `.duplicates` (names given twice) and `.read(kinds) -> {column: array}`."""
+    if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
+        return FrameReader(data, name or "DataFrame", na)
+    path = Path(data)
+    name = name or str(data)
+    if not path.is_file():
+        raise DataError("E400", f"no data file at {path}", source=name)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return ParquetReader(path, name, na)
+    return CsvReader(path, name, na)
+
+
+def unreadable(exc: OSError, name: str) -> DataError:
+    return DataError("E413", f"cannot read the data file: {exc.strerror or exc}", source=name,
+                     hint="check that the file exists and that you may read it")
+
+
+class CsvReader:
+    """A CSV file: the header is parsed here (one record), the body by pyarrow or `csv`."""
+
+    def __init__(self, path: Path, name: str, na: tuple):
+        self.path, self.name, self.na = path, name, na
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(1 << 16)
+                size = handle.seek(0, 2)
+        except OSError as exc:
+            raise unreadable(exc, name) from None
+        fields, self.header_lines = _first_record(head)
+        # a small file, or one whose first 64 kB hold no plain header line: the exact reader, now
+        self.text = self._text() if size < SMALL_CSV or fields is None else None
+        if fields is None:
+            fields = list(self.text.columns)
+        self.columns = header_names(fields)
+        self.duplicates = sorted({f for f in fields if fields.count(f) > 1})
+
+    def _text(self) -> Table:
+        try:
+            content = self.path.read_bytes()
+        except OSError as exc:
+            raise unreadable(exc, self.name) from None
+        return read_csv_text(content, self.name)
+
+    def read(self, kinds: dict) -> dict:
+        if self.text is None:
+            try:
+                return self._arrow(kinds)
+            except _Irregular:
+                self.text = self._text()
+        return {c: Coded.of_cells(self.text.columns[c], self.na) for c in kinds}
+
+    def _arrow(self, kinds: dict) -> dict:
+        """Columns typed by pyarrow; a column that fails to convert is read again as text, and a
+        file that fails to parse goes to the exact reader (`_Irregular`)."""
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        text = pa.dictionary(pa.int32(), pa.string())
+        types = {c: pa.float64() if kind in NUMERIC else text for c, kind in kinds.items()}
+        while True:
+            try:
+                table = pacsv.read_csv(self.path, **self.options(types))
+                break
+            except pa.ArrowInvalid as exc:
+                found = re.search(r"column #(\d+)", str(exc))
+                column = self.columns[int(found.group(1))] if found else None
+                if column not in types or types[column] == text:
+                    raise _Irregular from None
+                types[column] = text
+            except OSError as exc:
+                raise unreadable(exc, self.name) from None
+        return {c: arrow_column(table.column(c), self.na) for c in kinds}
+
+    def options(self, types: dict, block_size: int | None = None) -> dict:
+        """Keyword arguments of `pyarrow.csv.read_csv` / `open_csv` for the given column types."""
+        import pyarrow.csv as pacsv
+
+        read = pacsv.ReadOptions(skip_rows=self.header_lines, column_names=self.columns,
+                                 **({"block_size": block_size} if block_size else {}))
+        return {"read_options": read,
+                "parse_options": pacsv.ParseOptions(ignore_empty_lines=False),
+                "convert_options": pacsv.ConvertOptions(
+                    include_columns=list(types), column_types=types, null_values=list(self.na),
+                    strings_can_be_null=True, quoted_strings_can_be_null=True)}
+
+
+class _Irregular(Exception):
+    """A CSV file that pyarrow cannot take as it is (a malformed line, bytes that are not text)."""
+
+
+def _first_record(head: bytes):
+    """(fields, physical lines up to the end of the header) from the first bytes of a CSV file, or
+    (None, 0) when they hold no complete header line in UTF-8."""
+    end = head.find(b"\n")
+    while end >= 0:
+        try:
+            text = head[:end + 1].decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return None, 0
+        reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+        try:
+            for fields in reader:
+                if any(fields) and '"' not in text.splitlines()[reader.line_num - 1]:
+                    return fields, reader.line_num
+                if any(fields):
+                    return None, 0  # a quoted header: the exact reader handles it
+        except csv.Error:
+            pass
+        end = head.find(b"\n", end + 1)
+    return None, 0
+
+
+def arrow_column(chunked, na: tuple):
+    """A pyarrow column as float64 (NaN where missing) or as a `Coded` text column."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(chunked.type):
+        return dictionary_column(chunked, na)
+    if pa.types.is_string(chunked.type) or pa.types.is_large_string(chunked.type):
+        import pyarrow.compute as pc
+        return dictionary_column(pc.dictionary_encode(chunked), na)
+    values = chunked.cast(pa.float64()).to_numpy()
+    return values if values.flags.writeable else values.copy()
+
+
+class ParquetReader:
+    """A Parquet file: the schema names the columns; only the bound ones are read."""
+
+    def __init__(self, path: Path, name: str, na: tuple):
+        import pyarrow.parquet as pq
+
+        self.path, self.name, self.na = path, name, na
+        try:
+            self.file = pq.ParquetFile(path)
+        except OSError as exc:
+            raise unreadable(exc, name) from None
+        except Exception as exc:  # pyarrow's error for bytes that are not Parquet
+            raise DataError("E402", f"not a Parquet file: {exc}", source=name) from None
+        names = self.file.schema_arrow.names
+        self.columns = names
+        self.duplicates = sorted({f for f in names if names.count(f) > 1})
+
+    def read(self, kinds: dict) -> dict:
+        table = self.file.read(columns=list(kinds))
+        if table.num_rows == 0:
+            raise DataError("E401", "the data file has a header but no rows", source=self.name)
+        return {c: arrow_column(table.column(c), self.na) for c in kinds}
+
+
+class FrameReader:
+    """A pandas DataFrame: numeric columns as float64, the others as text."""
+
+    def __init__(self, frame, name: str, na: tuple):
+        self.frame, self.name, self.na = frame, name, na
+        names = [str(c) for c in frame.columns]
+        self.columns = names
+        self.duplicates = sorted({f for f in names if names.count(f) > 1})
+
+    def read(self, kinds: dict) -> dict:
+        found = {}
+        for column in kinds:
+            series = self.frame.iloc[:, self.columns.index(column)]
+            values = series.to_numpy()
+            if values.dtype.kind in "fiub" and kinds[column] != "cat":
+                found[column] = values.astype(float)
+            elif values.dtype.kind in "fiub":
+                found[column] = Coded.of_cells(values, self.na)
+            else:
+                cells = np.where(series.isna().to_numpy(), None, values.astype(object))
+                found[column] = Coded.of_cells(cells, self.na)
+        return found
