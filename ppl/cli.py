@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
                        help="override a constant declared with `const`")
         p.add_argument("--method", action="append", default=[], type=_assignment, metavar="FACTOR=RULE",
                        help="choose the update rule for a factor (vmp, ncvmp, cvi, jaakkola, ...)")
+        p.add_argument("--na", action="append", default=None, metavar="TOKEN",
+                       help="a cell text that means missing, besides empty, NA, NaN, nan, N/A, NULL, null, ...")
 
     check = sub.add_parser("check", help="parse, check shapes and print the rule chosen for every factor")
     common(check)
@@ -92,7 +94,7 @@ def _check(args, constants) -> int:
     import ppl
     from ppl.report import check_report
     model = ppl.load(args.model, set=constants)
-    report = model.check_report(args.data, dict(args.method))
+    report = model.check_report(args.data, dict(args.method), na=args.na)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -105,7 +107,7 @@ def _graph(args, constants) -> int:
     import ppl
     from ppl.graph import to_dot
     model = ppl.load(args.model, set=constants)
-    dataset = model.bind(args.data) if args.data else None
+    dataset = model.bind(args.data, na=args.na) if args.data else None
     sys.stdout.write(to_dot(model.graph(dataset)))
     return EXIT_OK
 
@@ -125,7 +127,7 @@ def _infer(args, constants) -> int:
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                             restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
-                            progress=progress)
+                            progress=progress, na=args.na)
     if progress is not None:
         progress.close()
     if args.output:

@@ -269,7 +269,8 @@ def build_posterior(problem, run, analysis) -> Posterior:
                         state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
-                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
+                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
+                     list(problem.dataset.notes) + list(run.warnings),
                      joint, run.trace_se)
 
 

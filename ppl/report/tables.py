@@ -45,4 +45,5 @@ def check_report(report: dict, title: str) -> str:
         parts.extend(["", f"chain q: {chain['variable']} — {chain['reason']}"])
     for block in report.get("blocks", []):
         parts.extend(["", f"ssmf candidate: {', '.join(block['variables'])} — {block['reason']}"])
+    parts.extend(["", *(f"note: {note}" for note in report["notes"])] if report.get("notes") else [])
     return "\n".join(parts) + "\n"
