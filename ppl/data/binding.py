@@ -112,11 +112,10 @@ def assemble(model: CheckedModel, raws: dict, name: str, notes: tuple = ()) -> D
     return dataset
 
 
-def covariate_has_no_missing(model: CheckedModel, name: str, mask: np.ndarray, columns, source: str,
-                             offset: int = 0) -> None:
+def covariate_has_no_missing(model: CheckedModel, name: str, mask: np.ndarray, columns, source: str) -> None:
     """Only a variable drawn with `~` may have missing cells (E410 names the first one)."""
     if not model.factors_of(name):
-        row = int(np.argwhere(~mask)[0][0]) + 1 + offset
+        row = int(np.argwhere(~mask)[0][0]) + 1
         raise DataError("E410", f"`{name}` has an empty cell; only variables drawn with "
                         "`~` may have missing values", column=_col(columns, mask), row=row,
                         source=source, hint="fill in the cell or drop the row")

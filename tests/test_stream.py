@@ -1,0 +1,117 @@
+"""Streaming groups (ppl.data.stream): one pass over a file in chunks, then the rows of any set of
+groups. `take` must give exactly what `bind` gives for the rows of those groups (with the full
+data's levels), whatever the chunking, the file format and the order of rows in the file."""
+
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ppl
+from ppl.data.stream import GroupedSource
+from test_binding import assert_same_dataset
+
+MODELS = Path(__file__).parents[1] / "models"
+LDA = ppl.load(MODELS / "lda.vim")
+GMM = ppl.load(MODELS / "gmm.vim")
+
+
+def labels_of(dataset, name):
+    return np.array(dataset.levels[name], dtype=object)[dataset.arrays[name]]
+
+
+@pytest.mark.parametrize("chunk_rows", [500, 5000, 100_000])
+def test_all_groups_in_order_is_bind_of_the_whole_file(chunk_rows):
+    with GroupedSource.open(LDA, MODELS / "lda.csv", "doc", chunk_rows=chunk_rows) as source:
+        whole = LDA.bind(MODELS / "lda.csv")
+        assert (source.groups, source.group_dim, source.rows) == (100, "D", 12160)
+        assert source.sizes == whole.sizes and source.levels == whole.levels
+        assert source.group_sizes.tolist() == np.bincount(whole.arrays["doc"]).tolist()
+        assert_same_dataset(source.take(np.arange(100)), whole)
+
+
+def test_a_subset_is_bind_of_its_rows_with_the_levels_kept(tmp_path):
+    frame = pd.read_csv(MODELS / "lda.csv")
+    chosen = np.array([41, 7, 93])
+    rows = pd.concat([frame[frame["doc"] == d + 1] for d in chosen])
+    rows.to_csv(tmp_path / "subset.csv", index=False)
+    alone = LDA.bind(tmp_path / "subset.csv")
+    whole = LDA.bind(MODELS / "lda.csv")
+    for source in (GroupedSource.open(LDA, MODELS / "lda.csv", "doc", chunk_rows=1000),
+                   GroupedSource.from_dataset(LDA, whole, "doc")):
+        batch = source.take(chosen)
+        assert batch.sizes == {"K": 10, "N": len(rows), "D": 3, "V": 500}
+        assert batch.levels["doc"] == ["42", "8", "94"] and batch.levels["word"] == whole.levels["word"]
+        assert batch.arrays["doc"].tolist() == np.repeat([0, 1, 2], [np.sum(rows["doc"] == d + 1) for d in chosen]).tolist()
+        np.testing.assert_array_equal(labels_of(batch, "word"), labels_of(alone, "word"))
+        np.testing.assert_array_equal(labels_of(batch, "doc"), rows["doc"].astype(str).to_numpy())
+        source.close()
+
+
+def test_groups_scattered_through_the_file_are_gathered(tmp_path):
+    frame = pd.read_csv(MODELS / "lda.csv")
+    shuffled = frame.sample(frac=1.0, random_state=0)
+    shuffled.to_csv(tmp_path / "shuffled.csv", index=False)
+    shuffled.to_parquet(tmp_path / "shuffled.parquet", row_group_size=1000)
+    in_group_order = shuffled.sort_values("doc", kind="stable")
+    in_group_order.to_csv(tmp_path / "sorted.csv", index=False)
+    expected = LDA.bind(tmp_path / "sorted.csv")
+    for path in ("shuffled.csv", "shuffled.parquet"):
+        with GroupedSource.open(LDA, tmp_path / path, "doc", chunk_rows=700) as source:
+            assert_same_dataset(source.take(np.arange(100)), expected)
+
+
+def test_one_group_per_row(tmp_path):
+    whole = GMM.bind(MODELS / "gmm.csv")
+    chosen = np.array([9, 3, 4])
+    for source in (GroupedSource.open(GMM, MODELS / "gmm.csv", None, chunk_rows=16),
+                   GroupedSource.from_dataset(GMM, whole, None)):
+        assert source.groups == source.rows == whole.sizes["N"] and source.group_dim == "N"
+        batch = source.take(chosen)
+        assert batch.sizes == {**whole.sizes, "N": 3}
+        np.testing.assert_array_equal(batch.arrays["x"], whole.arrays["x"][chosen])
+        source.close()
+
+
+def test_missing_cells_and_blank_lines_across_chunks(tmp_path):
+    model = ppl.compile("data x: real[N]\ndata y: real[N]\nw ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(w * x[n], 1) }")
+    text = "x,y\n" + "".join(f"{i},{'NA' if i % 7 == 0 else i}\n" for i in range(1, 40)) + "\n\n"
+    (tmp_path / "d.csv").write_text(text)
+    whole = model.bind(tmp_path / "d.csv")
+    with GroupedSource.open(model, tmp_path / "d.csv", None, chunk_rows=5) as source:
+        assert_same_dataset(source.take(np.arange(39)), whole)
+    (tmp_path / "e.csv").write_text(text.replace("20,20\n", "\n"))  # a blank row inside: x missing
+    with pytest.raises(ppl.DataError) as caught:
+        GroupedSource.open(model, tmp_path / "e.csv", None, chunk_rows=5)
+    assert (caught.value.code, caught.value.column, caught.value.row) == ("E410", "x", 20)
+
+
+@pytest.mark.parametrize("cell, code", [("tall", "E406"), ("-3", "E420"), ("2.5", "E407")])
+def test_errors_keep_their_row_in_the_file(tmp_path, cell, code):
+    model = ppl.compile("data y: int[N]\nlam ~ Gamma(1, 1)\nfor n in 1..N { y[n] ~ Poisson(lam) }")
+    lines = ["y"] + ["1"] * 3000
+    lines[2345] = cell
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ppl.DataError) as caught:
+        GroupedSource.open(model, tmp_path / "d.csv", None, chunk_rows=200)
+    assert (caught.value.code, caught.value.column, caught.value.row) == (code, "y", 2345)
+    expected = pytest.raises(ppl.DataError, model.bind, tmp_path / "d.csv").value
+    assert (expected.code, expected.message, expected.row) == (code, caught.value.message, 2345)
+
+
+def test_the_pass_holds_a_chunk_not_the_file(tmp_path):
+    rows = 200_000
+    rng = np.random.default_rng(1)
+    pd.DataFrame({"x": rng.normal(size=rows), "y": rng.normal(size=rows)}).to_csv(tmp_path / "d.csv", index=False)
+    model = ppl.compile("data x: real[N]\ndata y: real[N]\nw ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(w * x[n], 1) }")
+    tracemalloc.start()
+    source = GroupedSource.open(model, tmp_path / "d.csv", None, chunk_rows=5000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    data_bytes = rows * 2 * 8
+    assert peak < data_bytes / 8, peak  # numpy memory in the pass: a few chunks of 5,000 rows
+    batch = source.take(np.arange(0, rows, 1000))
+    assert batch.arrays["x"].shape == (200,) and source.rows == rows
+    source.close()
