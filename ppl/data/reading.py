@@ -7,13 +7,12 @@ pyarrow; a pandas DataFrame as it is."""
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
 import numpy as np
 
-from ppl.data.columns import Coded, dictionary_column
+from ppl.data.columns import Coded, arrow_values, dictionary_column
 from ppl.data.table import Table, read_csv_text, header_names
 from ppl.diagnostics import DataError
 
@@ -94,7 +93,7 @@ class CsvReader:
                 types[column] = text
             except OSError as exc:
                 raise unreadable(exc, self.name) from None
-        return {c: arrow_column(table.column(c), self.na) for c in kinds}
+        return _columns_of(table, kinds, self.na)
 
     def options(self, types: dict, block_size: int | None = None) -> dict:
         """Keyword arguments of `pyarrow.csv.read_csv` / `open_csv` for the given column types."""
@@ -114,24 +113,19 @@ class _Irregular(Exception):
 
 
 def _first_record(head: bytes):
-    """(fields, physical lines up to the end of the header) from the first bytes of a CSV file, or
-    (None, 0) when they hold no complete header line in UTF-8."""
-    end = head.find(b"\n")
-    while end >= 0:
+    """(fields, lines up to the end of the header) from the first bytes of a CSV file, or
+    (None, 0) when they hold no complete one-line header in UTF-8 (the exact reader then reads)."""
+    lines = head.split(b"\n")[:-1]  # complete lines only
+    for number, line in enumerate(lines, start=1):
         try:
-            text = head[:end + 1].decode("utf-8-sig")
+            text = line.decode("utf-8-sig" if number == 1 else "utf-8").rstrip("\r")
         except UnicodeDecodeError:
             return None, 0
-        reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
-        try:
-            for fields in reader:
-                if any(fields) and '"' not in text.splitlines()[reader.line_num - 1]:
-                    return fields, reader.line_num
-                if any(fields):
-                    return None, 0  # a quoted header: the exact reader handles it
-        except csv.Error:
-            pass
-        end = head.find(b"\n", end + 1)
+        if not text.strip(" ,"):
+            continue  # blank lines before the header are skipped
+        if text.count('"') % 2:
+            return None, 0  # a quoted name that runs over the line
+        return next(csv.reader([text], skipinitialspace=True)), number
     return None, 0
 
 
@@ -144,8 +138,8 @@ def arrow_column(chunked, na: tuple):
     if pa.types.is_string(chunked.type) or pa.types.is_large_string(chunked.type):
         import pyarrow.compute as pc
         return dictionary_column(pc.dictionary_encode(chunked), na)
-    values = chunked.cast(pa.float64()).to_numpy()
-    return values if values.flags.writeable else values.copy()
+    chunks = [arrow_values(c, np.float64, np.nan) for c in chunked.cast(pa.float64()).chunks]
+    return np.concatenate(chunks) if chunks else np.zeros(0)
 
 
 class ParquetReader:
@@ -169,7 +163,16 @@ class ParquetReader:
         table = self.file.read(columns=list(kinds))
         if table.num_rows == 0:
             raise DataError("E401", "the data file has a header but no rows", source=self.name)
-        return {c: arrow_column(table.column(c), self.na) for c in kinds}
+        return _columns_of(table, kinds, self.na)
+
+
+def _columns_of(table, kinds: dict, na: tuple) -> dict:
+    """The columns of a pyarrow table as arrays, each Arrow column released once converted."""
+    found = {}
+    for column in kinds:
+        found[column] = arrow_column(table.column(column), na)
+        table = table.drop_columns([column])
+    return found
 
 
 class FrameReader:
