@@ -120,7 +120,7 @@ POISSON = "data y: int[N]\nlam ~ Gamma(1, 1)\nfor n in 1..N { y[n] ~ Poisson(lam
 
 def test_a_count_beyond_int64_is_located(tmp_path, capsys):
     first = cli_error(tmp_path, capsys, POISSON, "y\n1\n1e300\n")
-    assert first == ("data.csv, column 'y', row 2: data error [E414]: `1e300` is too large for an integer "
+    assert first == ("data.csv, column 'y', row 2: data error [E414]: `1e+300` is too large for an integer "
                      "(at most 2^63 - 1 in magnitude)")
     error = outcome(ppl.compile(POISSON), {"y": np.array([1.0, 1e300])})
     assert error[0] == "E414" and error[2:] == ("y", 2)

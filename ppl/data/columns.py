@@ -31,9 +31,10 @@ class Coded:
     def of(codes: np.ndarray, labels, na: tuple) -> "Coded":
         """Normalised: leading spaces dropped (as `csv.reader(skipinitialspace=True)` does),
         missing-value tokens missing, equal texts merged, labels sorted (as `sorted` sorts)."""
-        text = np.array([str(label).lstrip(" ") for label in labels], dtype=object)
-        keep = ~np.isin(text, np.array(na, dtype=object)) if len(text) else np.zeros(0, bool)
-        unique, inverse = np.unique(text[keep], return_inverse=True)
+        tokens = set(na)
+        text = [str(label).lstrip(" ") for label in labels]
+        keep = np.array([t not in tokens for t in text], dtype=bool)
+        unique, inverse = np.unique(np.array(text, dtype=str)[keep], return_inverse=True)
         recode = np.full(len(text) + 1, -1, dtype=np.int32)  # the last entry maps -1 to -1
         recode[:-1][keep] = inverse
         return Coded(recode[codes], unique.astype(object))

@@ -71,7 +71,7 @@ class CsvReader:
                 return self._arrow(kinds)
             except _Irregular:
                 self.text = self._text()
-        return {c: Coded.of_cells(self.text.columns[c], self.na) for c in kinds}
+        return {c: _text_column(self.text.columns[c], kinds[c], self.na) for c in kinds}
 
     def _arrow(self, kinds: dict) -> dict:
         """Columns typed by pyarrow; a column that fails to convert is read again as text, and a
@@ -106,6 +106,22 @@ class CsvReader:
                 "convert_options": pacsv.ConvertOptions(
                     include_columns=list(types), column_types=types, null_values=list(self.na),
                     strings_can_be_null=True, quoted_strings_can_be_null=True)}
+
+
+def _text_column(cells: np.ndarray, kind: str, na: tuple):
+    """A column of text cells (None where empty): float64 when every present cell is a plain
+    number (one C-level cast), else `Coded`."""
+    if kind in NUMERIC:
+        present = ~np.equal(cells, None)
+        text = "".join(cells[present].tolist())
+        if text.isascii() and "_" not in text and not any(c.isalpha() and c not in "eE" for c in set(text)):
+            try:
+                values = np.full(len(cells), np.nan)
+                values[present] = cells[present].astype(float)
+                return values
+            except ValueError:  # text that is not a number: the exact path names it
+                pass
+    return Coded.of_cells(cells, na)
 
 
 class _Irregular(Exception):
