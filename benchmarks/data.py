@@ -39,9 +39,10 @@ MODELS = {"numeric": ROOT / "models" / "logistic_regression.vim", "categorical":
 GROUP = {"numeric": None, "categorical": "doc"}
 READERS = ("ppl bind", "ppl stream", "pandas", "pyarrow")
 
-# One subprocess per measurement: the read, timed, then the peak RSS (ru_maxrss, kB on Linux).
+# One subprocess per measurement: the read, timed, then the peak RSS (VmHWM: ru_maxrss would
+# carry the parent's peak over `exec`).
 PROBE = """
-import json, resource, sys, time
+import json, sys, time
 sys.path.insert(0, {root!r})
 reader, model, path, group = {reader!r}, {model!r}, {path!r}, {group!r}
 if reader == "pandas":
@@ -56,12 +57,14 @@ else:
     compiled = ppl.load(model)
     read = ((lambda: compiled.bind(path)) if reader == "ppl bind" else
             (lambda: GroupedSource.open(compiled, path, group)))
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def status(key):
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith(key))
+before = status("VmRSS:")
 start = time.perf_counter()
 result = read()
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({{"seconds": seconds, "peak": peak * 1024, "before": before * 1024}}))
+print(json.dumps({{"seconds": seconds, "peak": status("VmHWM:"), "before": before}}))
 """
 
 
