@@ -52,10 +52,11 @@ def bind(model: CheckedModel, data, source: str | None = None, na=None) -> Datas
         return assemble(model, raws, name)
     reader = open_data(data, source, tokens)
     plan = plan_columns(model, reader)
-    table = reader.read(column_kinds(model, plan))
-    rows = filled_rows(table, reader.name)
-    raws = {d: ([_head(table[c], rows) for c in columns], columns) for d, columns in plan.items()}
-    unused = [c for c in reader.columns if c not in table]
+    kinds = column_kinds(model, plan)
+    found = reader.read(plan, kinds)
+    rows = filled_rows(found, reader.name)
+    raws = {d: (_head(found[d], rows), columns) for d, columns in plan.items()}
+    unused = [c for c in reader.columns if c not in kinds]
     notes = (f"columns not used by the model: {', '.join(unused)}",) if unused else ()
     return assemble(model, raws, reader.name, notes)
 
@@ -75,21 +76,25 @@ def column_kinds(model: CheckedModel, plan: dict) -> dict:
     return {column: model.variables[name].elem for name, columns in plan.items() for column in columns}
 
 
-def filled_rows(table: dict, name: str) -> int:
+def filled_rows(found: dict, name: str) -> int:
     """The number of rows up to the last one with a cell present: trailing rows whose read cells
-    are all missing (blank lines at the end of a file) are dropped."""
+    are all missing (blank lines at the end of a file) are dropped. `found`: {name: raw}."""
     present = None
-    for values in table.values():
-        here = ~(values.missing if isinstance(values, Coded) else np.isnan(values))
-        present = here if present is None else present | here
+    for raw in found.values():
+        for values in (raw if isinstance(raw, list) else [raw]):
+            here = ~(values.missing if isinstance(values, Coded) else np.isnan(values))
+            here = here if here.ndim == 1 else here.any(axis=1)
+            present = here if present is None else present | here
     rows = int(np.flatnonzero(present)[-1]) + 1 if present is not None and present.any() else 0
-    if not rows and table:
+    if not rows and found:
         raise DataError("E401", "the data file has a header but no rows", source=name)
     return rows
 
 
-def _head(values, rows: int):
-    return Coded(values.codes[:rows], values.labels) if isinstance(values, Coded) else values[:rows]
+def _head(raw, rows: int):
+    if isinstance(raw, list):
+        return [_head(values, rows) for values in raw]
+    return Coded(raw.codes[:rows], raw.labels) if isinstance(raw, Coded) else raw[:rows]
 
 
 def assemble(model: CheckedModel, raws: dict, name: str, notes: tuple = ()) -> Dataset:

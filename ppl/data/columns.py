@@ -97,3 +97,19 @@ def arrow_values(array, dtype, missing) -> np.ndarray:
         return values
     valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[start:stop]
     return np.where(valid.astype(bool), values, missing)
+
+
+class LabelIndex:
+    """Labels in order of first appearance across chunks, so that chunks read apart share codes;
+    `coded(codes)` sorts them at the end (`Coded.of`)."""
+
+    def __init__(self):
+        self.seen: dict = {}
+
+    def codes(self, labels: list, codes: np.ndarray) -> np.ndarray:
+        """`codes` into this chunk's `labels` → codes into every label seen so far (-1 stays)."""
+        ids = [self.seen.setdefault(label, len(self.seen)) for label in labels]
+        return np.array(ids + [-1], dtype=np.int32)[codes]
+
+    def coded(self, codes: np.ndarray, na: tuple) -> Coded:
+        return Coded.of(codes, list(self.seen), na)

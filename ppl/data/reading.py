@@ -65,26 +65,26 @@ class CsvReader:
             raise unreadable(exc, self.name) from None
         return read_csv_text(content, self.name)
 
-    def read(self, kinds: dict) -> dict:
+    def read(self, plan: dict, kinds: dict) -> dict:
         if self.text is None:
             try:
-                return self._arrow(kinds)
+                return self._arrow(plan, kinds)
             except _Irregular:
                 self.text = self._text()
-        return {c: _text_column(self.text.columns[c], kinds[c], self.na) for c in kinds}
+        return by_declaration(plan, {c: _text_column(self.text.columns[c], kinds[c], self.na) for c in kinds})
 
-    def _arrow(self, kinds: dict) -> dict:
+    def _arrow(self, plan: dict, kinds: dict) -> dict:
         """Columns typed by pyarrow; a column that fails to convert is read again as text, and a
         file that fails to parse goes to the exact reader (`_Irregular`)."""
         import pyarrow as pa
-        import pyarrow.csv as pacsv
+
+        from ppl.data.arrow_csv import read_blocks
 
         text = pa.dictionary(pa.int32(), pa.string())
         types = {c: pa.float64() if kind in NUMERIC else text for c, kind in kinds.items()}
         while True:
             try:
-                table = pacsv.read_csv(self.path, **self.options(types))
-                break
+                return read_blocks(self, plan, types)
             except pa.ArrowInvalid as exc:
                 found = re.search(r"column #(\d+)", str(exc))
                 column = self.columns[int(found.group(1))] if found else None
@@ -93,7 +93,6 @@ class CsvReader:
                 types[column] = text
             except OSError as exc:
                 raise unreadable(exc, self.name) from None
-        return _columns_of(table, kinds, self.na)
 
     def options(self, types: dict, block_size: int | None = None) -> dict:
         """Keyword arguments of `pyarrow.csv.read_csv` / `open_csv` for the given column types."""
@@ -175,11 +174,16 @@ class ParquetReader:
         self.columns = names
         self.duplicates = sorted({f for f in names if names.count(f) > 1})
 
-    def read(self, kinds: dict) -> dict:
+    def read(self, plan: dict, kinds: dict) -> dict:
         table = self.file.read(columns=list(kinds))
         if table.num_rows == 0:
             raise DataError("E401", "the data file has a header but no rows", source=self.name)
-        return _columns_of(table, kinds, self.na)
+        return by_declaration(plan, _columns_of(table, kinds, self.na))
+
+
+def by_declaration(plan: dict, found: dict) -> dict:
+    """Columns ({column: array}) grouped by declaration ({name: [array, ...]})."""
+    return {name: [found[c] for c in columns] for name, columns in plan.items()}
 
 
 def _columns_of(table, kinds: dict, na: tuple) -> dict:
@@ -200,7 +204,7 @@ class FrameReader:
         self.columns = names
         self.duplicates = sorted({f for f in names if names.count(f) > 1})
 
-    def read(self, kinds: dict) -> dict:
+    def read(self, plan: dict, kinds: dict) -> dict:
         found = {}
         for column in kinds:
             series = self.frame.iloc[:, self.columns.index(column)]
@@ -212,4 +216,4 @@ class FrameReader:
             else:
                 cells = np.where(series.isna().to_numpy(), None, values.astype(object))
                 found[column] = Coded.of_cells(cells, self.na)
-        return found
+        return by_declaration(plan, found)

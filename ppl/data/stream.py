@@ -18,7 +18,7 @@ import numpy as np
 
 from ppl.data.binding import (Dataset, _bind_sizes, _categories, _convert, column_kinds,
                               covariate_has_no_missing, plan_columns)
-from ppl.data.columns import Coded, na_tokens
+from ppl.data.columns import Coded, LabelIndex, na_tokens
 from ppl.data.reading import NUMERIC, arrow_column, open_data, unreadable
 from ppl.data.support import check_support
 from ppl.diagnostics import DataError
@@ -147,7 +147,7 @@ class _Pass:
 
     def _run(self, types: dict, chunk_rows: int):
         self.rows, self.pending, self.missing = 0, 0, set()
-        self.labels = {d: {} for d in self.plan if self.model.variables[d].elem == "cat"}
+        self.labels = {d: LabelIndex() for d in self.plan if self.model.variables[d].elem == "cat"}
         self.files = {d: open(self._path(d, "values"), "wb") for d in self.plan}
         self.mask_files = {d: open(self._path(d, "mask"), "wb") for d in self.plan}
         try:
@@ -216,9 +216,7 @@ class _Pass:
     def _provisional(self, name: str, raw: list):
         """Codes into the labels seen so far (in order of appearance), -1 where missing."""
         coded = Coded.stack([c if isinstance(c, Coded) else Coded.of_cells(c, ()) for c in raw], ())
-        seen = self.labels[name]
-        ids = np.array([seen.setdefault(label, len(seen)) for label in coded.labels.tolist()] + [-1], np.int32)
-        codes = ids[coded.codes]
+        codes = self.labels[name].codes(coded.labels.tolist(), coded.codes)
         mask = ~coded.missing if coded.missing.any() else None
         if len(self.model.variables[name].shape) == 1:
             return codes[:, 0], None if mask is None else mask[:, 0]
@@ -235,7 +233,7 @@ class _Pass:
             values = np.memmap(self._path(name, "values"), dtype, "r+", shape=shape)
             labels = None
             if kind == "cat":
-                codes, _, labels = _categories(Coded.of(values.reshape(self.rows, -1), list(self.labels[name]), ()),
+                codes, _, labels = _categories(self.labels[name].coded(values.reshape(self.rows, -1), ()),
                                                self.model.data[name], variable, columns, self.name)
                 values[...] = codes.reshape(shape)
                 values.flush()
