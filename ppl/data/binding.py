@@ -316,7 +316,7 @@ def _categories(coded: Coded, decl, variable, columns, source):
         labels = [str(i) for i in range(1, count + 1)]
     else:
         labels = coded.labels.tolist()
-        codes = np.where(coded.missing, 0, coded.codes).astype(np.int32)
+        codes = np.maximum(coded.codes, 0).astype(np.int32, copy=False)  # missing (-1) → 0
         if limit and len(labels) > limit:
             raise DataError("E409", f"`{decl.name}` has {len(labels)} categories but is declared with "
                             f"{limit}", column=columns[0], source=source)

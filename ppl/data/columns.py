@@ -56,6 +56,8 @@ class Coded:
     @staticmethod
     def stack(columns: list["Coded"], na: tuple) -> "Coded":
         """Several columns side by side (rows × columns) with one set of labels."""
+        if len(columns) == 1:  # already normalised: a view, no copy
+            return Coded(columns[0].codes[:, None], columns[0].labels)
         offsets = np.cumsum([0] + [len(c.labels) for c in columns])
         codes = np.stack([np.where(c.codes >= 0, c.codes + o, -1) for c, o in zip(columns, offsets)], axis=1)
         return Coded.of(codes.astype(np.int32), np.concatenate([c.labels for c in columns]), na)

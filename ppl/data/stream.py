@@ -56,7 +56,7 @@ class GroupedSource:
                    dict(dataset.levels), dataset.source, group, dataset.notes)
 
     @classmethod
-    def open(cls, model, path, group: str | None, chunk_rows: int = 100_000, na=None) -> "GroupedSource":
+    def open(cls, model, path, group: str | None, chunk_rows: int = 20_000, na=None) -> "GroupedSource":
         """One pass over a CSV or Parquet file in chunks of about `chunk_rows` rows."""
         checked = getattr(model, "checked", model)
         directory = tempfile.mkdtemp(prefix="ppl-stream-")
