@@ -174,3 +174,14 @@ def test_an_unreadable_file_is_located(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(reading, "open", refuse, raising=False)
     first = cli_error(tmp_path, capsys, POISSON, "y\n1\n")
     assert first == "data.csv: data error [E413]: cannot read the data file: Permission denied"
+
+
+def test_a_small_file_is_read_without_pyarrow():
+    """Start-up: pyarrow (0.1 s of import) is loaded only for files over `SMALL_CSV` bytes."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom ppl import cli\n"
+            "cli.main(['check', 'models/lda.vim', 'models/lda.csv'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('pyarrow', 'pandas'))), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "[]"
