@@ -115,3 +115,17 @@ def test_the_pass_holds_a_chunk_not_the_file(tmp_path):
     batch = source.take(np.arange(0, rows, 1000))
     assert batch.arrays["x"].shape == (200,) and source.rows == rows
     source.close()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("1,2,3", "malformed CSV: line 2502 has 3 fields but the header names 2"),
+    ("1,\xff", "malformed CSV: line 2502 is not UTF-8 text (byte 0xff)"),
+])
+def test_a_malformed_line_is_located_in_a_streamed_file(tmp_path, bad, message):
+    model = ppl.compile("data x: real[N]\ndata y: real[N]\nw ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(w * x[n], 1) }")
+    lines = ["x,y"] + ["1,2"] * 3000
+    lines[2501] = bad
+    (tmp_path / "d.csv").write_bytes("\n".join(lines).encode("utf-8" if "\xff" not in bad else "latin-1") + b"\n")
+    with pytest.raises(ppl.DataError) as caught:
+        GroupedSource.open(model, tmp_path / "d.csv", None, chunk_rows=200)
+    assert caught.value.code == "E402" and caught.value.message == message

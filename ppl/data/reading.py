@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ppl.data.columns import Coded, arrow_values, dictionary_column
-from ppl.data.table import Table, read_csv_text, header_names
+from ppl.data.table import Table, header_names, locate_malformed, read_csv_text
 from ppl.diagnostics import DataError
 
 SMALL_CSV = 1 << 20  # bytes; a smaller CSV file is read without importing pyarrow (start-up time)
@@ -69,7 +69,8 @@ class CsvReader:
         if self.text is None:
             try:
                 return self._arrow(plan, kinds)
-            except _Irregular:
+            except _Irregular:  # the malformed line, found in constant memory, else the exact reader
+                locate_malformed(self.path, self.name)
                 self.text = self._text()
         return by_declaration(plan, {c: _text_column(self.text.columns[c], kinds[c], self.na) for c in kinds})
 

@@ -21,6 +21,7 @@ from ppl.data.binding import (Dataset, _bind_sizes, _categories, _convert, colum
 from ppl.data.columns import Coded, LabelIndex, na_tokens
 from ppl.data.reading import NUMERIC, arrow_column, open_data, unreadable
 from ppl.data.support import check_support
+from ppl.data.table import locate_malformed
 from ppl.diagnostics import DataError
 
 
@@ -142,6 +143,8 @@ class _Pass:
             except pa.ArrowInvalid as exc:  # a column that is not all numbers: read it as text
                 column = _column_of(exc, self.reader.columns)
                 if column not in types or types[column] == text:
+                    if hasattr(self.reader, "options"):
+                        locate_malformed(self.reader.path, self.name)
                     raise DataError("E402", f"malformed data file: {exc}", source=self.name) from None
                 types[column] = text
 

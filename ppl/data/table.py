@@ -43,24 +43,11 @@ def read_csv_text(content: bytes, name: str) -> Table:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = content[:exc.start].count(b"\n") + 1
-        raise DataError("E402", f"malformed CSV: line {line} is not UTF-8 text (byte "
-                        f"0x{content[exc.start]:02x})", source=name) from None
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
-    header, rows, end = None, [], 0
-    try:
-        for fields in reader:
-            start, end = end + 1, reader.line_num
-            if header is None:
-                header = header_names(fields) if any(fields) else None  # blank lines before it are skipped
-            elif not any(fields):
-                rows.append([""] * len(header))
-            elif len(fields) != len(header):
-                raise DataError("E402", f"malformed CSV: line {start} has {_fields(len(fields))} but the "
-                                f"header names {len(header)}", source=name, row=len(rows) + 1)
-            else:
-                rows.append(fields)
-    except csv.Error as exc:
-        raise DataError("E402", f"malformed CSV: line {reader.line_num}: {exc}", source=name) from None
+        raise _not_text(line, content[exc.start], name) from None
+    header, rows = None, []
+    for header, fields in _records(io.StringIO(text, newline=""), name):
+        if fields is not None:
+            rows.append(fields)
     if header is None:
         raise DataError("E401", "the data file is empty", source=name,
                         hint="the first line must name the columns")
@@ -72,6 +59,49 @@ def read_csv_text(content: bytes, name: str) -> Table:
     cells[empty] = None
     cells = cells[:filled[-1] + 1]
     return Table({column: cells[:, i] for i, column in enumerate(header)})
+
+
+def locate_malformed(path, name: str) -> None:
+    """Raise the located error (E402) of the first malformed line of a CSV file, read line by
+    line in constant memory; return if there is none."""
+    def lines(handle):
+        for number, line in enumerate(handle, start=1):
+            try:
+                yield line.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise _not_text(number, line[exc.start], name) from None
+
+    with open(path, "rb") as handle:
+        for _ in _records(lines(handle), name):
+            pass
+
+
+def _records(lines, name: str):
+    """(header, fields) for the header (fields None) and then every row of a CSV text; a row with
+    the wrong number of fields, or text the `csv` module rejects, is E402 naming its line."""
+    reader = csv.reader(lines, skipinitialspace=True)
+    header, rows, end = None, 0, 0
+    try:
+        for fields in reader:
+            start, end = end + 1, reader.line_num
+            if header is None:
+                header = header_names(fields) if any(fields) else None  # blank lines before it are skipped
+                if header is not None:
+                    yield header, None
+                continue
+            if not any(fields):
+                fields = [""] * len(header)
+            elif len(fields) != len(header):
+                raise DataError("E402", f"malformed CSV: line {start} has {_fields(len(fields))} but the "
+                                f"header names {len(header)}", source=name, row=rows + 1)
+            rows += 1
+            yield header, fields
+    except csv.Error as exc:
+        raise DataError("E402", f"malformed CSV: line {reader.line_num}: {exc}", source=name) from None
+
+
+def _not_text(line: int, byte: int, name: str) -> DataError:
+    return DataError("E402", f"malformed CSV: line {line} is not UTF-8 text (byte 0x{byte:02x})", source=name)
 
 
 def header_names(fields: list[str]) -> list[str]:
