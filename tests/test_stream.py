@@ -101,6 +101,23 @@ def test_errors_keep_their_row_in_the_file(tmp_path, cell, code):
     assert (expected.code, expected.message, expected.row) == (code, caught.value.message, 2345)
 
 
+def test_the_pass_over_groups_holds_blocks_not_the_file(tmp_path, monkeypatch):
+    rows = 200_000
+    rng = np.random.default_rng(2)
+    words = np.char.add("w", rng.integers(0, 300, rows).astype(str))
+    pd.DataFrame({"doc": np.arange(rows) // 1000 + 1, "word": words}).sample(frac=1.0, random_state=3) \
+        .to_csv(tmp_path / "d.csv", index=False)
+    monkeypatch.setattr("ppl.data.stream.BLOCK_ROWS", 10_000)
+    tracemalloc.start()
+    source = GroupedSource.open(LDA, tmp_path / "d.csv", "doc", chunk_rows=5000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < rows * 2 * 4 / 2, peak  # the two int32 code columns would be 1.6 MB
+    assert source.groups == 200 and source.group_sizes.tolist() == [1000] * 200
+    assert (source.take(np.array([199])).arrays["doc"] == 0).all()
+    source.close()
+
+
 def test_the_pass_holds_a_chunk_not_the_file(tmp_path):
     rows = 200_000
     rng = np.random.default_rng(1)
@@ -129,3 +146,14 @@ def test_a_malformed_line_is_located_in_a_streamed_file(tmp_path, bad, message):
     with pytest.raises(ppl.DataError) as caught:
         GroupedSource.open(model, tmp_path / "d.csv", None, chunk_rows=200)
     assert caught.value.code == "E402" and caught.value.message == message
+
+
+def test_category_errors_keep_their_row(tmp_path):
+    model = ppl.compile("const K = 3\ndata c: cat(K)[N]\nphi ~ Dirichlet(ones(K))\nfor n in 1..N { c[n] ~ Categorical(phi) }")
+    lines = ["c"] + ["1", "2", "3"] * 1000
+    lines[1777] = "7"
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ppl.DataError) as caught:
+        GroupedSource.open(model, tmp_path / "d.csv", None, chunk_rows=100)
+    expected = pytest.raises(ppl.DataError, model.bind, tmp_path / "d.csv").value
+    assert (caught.value.code, caught.value.message, caught.value.row) == (expected.code, expected.message, 1777)

@@ -2,8 +2,8 @@
 levels, sizes) into memory-mapped columns on disk, and the rows of every group of a group plate;
 `take(groups)` then gives the `Dataset` of those groups alone at a cost of their rows.
 
-Memory: O(chunk) during the pass (a `cat` column costs ~9 bytes per row once, when its codes
-are sorted at the end of the pass), O(|B|) + O(groups) afterwards.
+Memory: O(chunk) + O(labels) during the pass, O(|B|) + O(groups) afterwards (plus O(rows) only
+to locate the row of a bad `cat` label, an error path).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from ppl.data.reading import NUMERIC, arrow_column, open_data, unreadable
 from ppl.data.support import check_support
 from ppl.data.table import locate_malformed
 from ppl.diagnostics import DataError
+
+
+BLOCK_ROWS = 1 << 20  # rows per block when codes are recoded or sorted by group after the pass
 
 
 class GroupedSource:
@@ -102,10 +105,10 @@ class GroupedSource:
         self.close()
 
 
-def _group_rows(codes, groups: int, directory: str | None, block: int = 1 << 20):
+def _group_rows(codes, groups: int, directory: str | None):
     """(row numbers sorted by group, stable, rows per group) by a counting sort over blocks of
     rows, so that only O(block + groups) is in memory; on disk when `directory` is given."""
-    sizes = np.zeros(groups, dtype=np.int64)
+    sizes, block = np.zeros(groups, dtype=np.int64), BLOCK_ROWS
     for start in range(0, len(codes), block):
         sizes += np.bincount(codes[start:start + block], minlength=groups)
     order = (np.memmap(os.path.join(directory, "order.i8"), np.int64, "w+", shape=(len(codes),))
@@ -236,11 +239,7 @@ class _Pass:
             values = np.memmap(self._path(name, "values"), dtype, "r+", shape=shape)
             labels = None
             if kind == "cat":
-                codes, _, labels = _categories(self.labels[name].coded(values.reshape(self.rows, -1), ()),
-                                               self.model.data[name], variable, columns, self.name)
-                values[...] = codes.reshape(shape)
-                values.flush()
-                levels[name] = labels
+                labels = levels[name] = self._recode(name, values, columns)
             _bind_sizes(self.model.data[name], variable.shape, values.shape if width else (self.rows, 1),
                         variable.levels, labels, sizes, self.name)
             arrays[name] = values
@@ -251,6 +250,23 @@ class _Pass:
         unused = [c for c in self.reader.columns if c not in self.kinds]
         notes = (f"columns not used by the model: {', '.join(unused)}",) if unused else ()
         return arrays, masks, sizes, levels, self.name, notes
+
+    def _recode(self, name: str, values: np.memmap, columns: list) -> list:
+        """Codes of the labels seen (in order of appearance) → `bind`'s codes, block by block: the
+        labels are converted once each; a bad one is located by the exact path over every row."""
+        index, decl, variable = self.labels[name], self.model.data[name], self.model.variables[name]
+        seen = np.arange(len(index.seen), dtype=np.int32)[:, None]
+        try:
+            recode, _, labels = _categories(index.coded(seen, ()), decl, variable, columns, self.name)
+        except DataError:  # the same check over the rows, for the row of the first bad cell
+            _categories(index.coded(values.reshape(self.rows, -1), ()), decl, variable, columns, self.name)
+            raise
+        recode = np.append(recode.ravel(), 0).astype(np.int32)  # a missing cell (-1) reads 0
+        flat = values.reshape(-1)
+        for start in range(0, len(flat), BLOCK_ROWS):
+            flat[start:start + BLOCK_ROWS] = recode[flat[start:start + BLOCK_ROWS]]
+        values.flush()
+        return labels
 
     def _path(self, name: str, what: str) -> str:
         return os.path.join(self.directory, f"{name}.{what}")
