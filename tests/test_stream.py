@@ -157,3 +157,9 @@ def test_category_errors_keep_their_row(tmp_path):
         GroupedSource.open(model, tmp_path / "d.csv", None, chunk_rows=100)
     expected = pytest.raises(ppl.DataError, model.bind, tmp_path / "d.csv").value
     assert (caught.value.code, caught.value.message, caught.value.row) == (expected.code, expected.message, 1777)
+
+
+def test_the_group_must_be_a_categorical_data_name():
+    for group in ("word_count", "theta"):
+        with pytest.raises(ValueError, match="one-dimensional `cat` data name"):
+            GroupedSource.open(LDA, MODELS / "lda.csv", group)

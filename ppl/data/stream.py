@@ -44,10 +44,7 @@ class GroupedSource:
             self.group_sizes = np.broadcast_to(np.int64(1), (self.rows,))  # O(1) memory
             self._order = None
         else:
-            variable = model.variables.get(group)
-            if variable is None or variable.kind != "data" or variable.elem != "cat" or len(variable.shape) != 1:
-                raise ValueError(f"the group `{group}` must be a one-dimensional `cat` data name")
-            self.group_dim, self.groups = variable.levels, len(levels[group])
+            self.group_dim, self.groups = _group_variable(model, group).levels, len(levels[group])
             self._order, self.group_sizes = _group_rows(arrays[group], self.groups, directory)
             self._offsets = np.concatenate([[0], np.cumsum(self.group_sizes)])
         self._finalizer = weakref.finalize(self, shutil.rmtree, directory, True) if directory else None
@@ -63,6 +60,8 @@ class GroupedSource:
     def open(cls, model, path, group: str | None, chunk_rows: int = 20_000, na=None) -> "GroupedSource":
         """One pass over a CSV or Parquet file in chunks of about `chunk_rows` rows."""
         checked = getattr(model, "checked", model)
+        if group is not None:
+            _group_variable(checked, group)  # before the pass, not after
         directory = tempfile.mkdtemp(prefix="ppl-stream-")
         try:
             arrays, masks, sizes, levels, name, notes = _Pass(checked, path, na_tokens(na), directory).run(chunk_rows)
@@ -103,6 +102,13 @@ class GroupedSource:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _group_variable(model, group: str):
+    variable = model.variables.get(group)
+    if variable is None or variable.kind != "data" or variable.elem != "cat" or len(variable.shape) != 1:
+        raise ValueError(f"the group `{group}` must be a one-dimensional `cat` data name")
+    return variable
 
 
 def _group_rows(codes, groups: int, directory: str | None):
