@@ -163,3 +163,12 @@ def test_the_group_must_be_a_categorical_data_name():
     for group in ("word_count", "theta"):
         with pytest.raises(ValueError, match="one-dimensional `cat` data name"):
             GroupedSource.open(LDA, MODELS / "lda.csv", group)
+
+
+def test_data_off_the_row_plate_are_kept_whole():
+    model = ppl.compile("data g: cat(G)[N]\ndata y: real[N]\ndata w: real[K]\n"
+                        "mu ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(mu, 1) }")
+    dataset = model.bind({"g": np.array([2, 1, 2]), "y": np.array([0.5, 1.5, 2.5]), "w": np.arange(4.0)})
+    batch = GroupedSource.from_dataset(model, dataset, "g").take(np.array([1]))
+    assert batch.arrays["y"].tolist() == [0.5, 2.5] and batch.arrays["w"].tolist() == [0, 1, 2, 3]
+    assert batch.sizes == {"N": 2, "G": 1, "K": 4} and batch.levels["g"] == ["2"]

@@ -36,11 +36,12 @@ class GroupedSource:
                  group: str | None, notes: tuple = (), directory: str | None = None):
         self.model, self.sizes, self.levels, self.source, self.notes = model, sizes, levels, source, notes
         self._arrays, self._masks, self.group = arrays, masks, group
-        self.rows = len(next(iter(arrays.values()))) if arrays else 0
-        self._row_dims = {model.variables[d].shape[0] for d in arrays} - set(model.constants)
-        self._row_dims = {dim for dim in self._row_dims if isinstance(dim, str)}
+        # the row dimension: the group column's, or the first data declaration's
+        self.row_dim = model.variables[group or next(iter(model.data))].shape[0]
+        self._per_row = [n for n in arrays if model.variables[n].shape[:1] == (self.row_dim,)]
+        self.rows = len(arrays[self._per_row[0]]) if self._per_row else 0
         if group is None:
-            self.group_dim, self.groups = next(iter(self._row_dims), "N"), self.rows
+            self.group_dim, self.groups = self.row_dim, self.rows
             self.group_sizes = np.broadcast_to(np.int64(1), (self.rows,))  # O(1) memory
             self._order = None
         else:
@@ -81,14 +82,16 @@ class GroupedSource:
         else:
             starts = np.repeat(self._offsets[chosen] - np.cumsum(counts) + counts, counts)
             rows = np.asarray(self._order[starts + np.arange(int(counts.sum()))])
-        arrays = {name: np.asarray(values[rows]) for name, values in self._arrays.items()}
-        masks = {name: m for name, m in ((n, np.asarray(v[rows])) for n, v in self._masks.items()) if not m.all()}
-        sizes = {**self.sizes, **{dim: len(rows) for dim in self._row_dims}}
+        arrays = {n: np.asarray(v[rows] if n in self._per_row else v) for n, v in self._arrays.items()}
+        masks = {n: m for n, m in ((n, np.asarray(v[rows] if n in self._per_row else v))
+                                   for n, v in self._masks.items()) if not m.all()}
+        sizes = {**self.sizes, **({self.row_dim: len(rows)} if isinstance(self.row_dim, str) else {})}
         levels = dict(self.levels)
         if self.group is not None:
             arrays[self.group] = np.repeat(np.arange(len(chosen), dtype=np.int32), counts)
             levels[self.group] = [self.levels[self.group][i] for i in chosen.tolist()]
-            sizes[self.group_dim] = len(chosen)
+            if isinstance(self.group_dim, str):
+                sizes[self.group_dim] = len(chosen)
         return Dataset(arrays, masks, sizes, levels, self.source, self.notes)
 
     def close(self) -> None:
