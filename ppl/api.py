@@ -20,10 +20,11 @@ class Model:
         """A copy of this model with constants overridden, checked again."""
         return Model(self.text, self.name, {**self.checked.overrides, **constants})
 
-    def bind(self, data, source: str | None = None):
-        """Data (CSV path, DataFrame or dict of arrays) → a checked `Dataset`."""
+    def bind(self, data, source: str | None = None, na=None):
+        """Data (CSV or Parquet path, DataFrame or dict of arrays) → a checked `Dataset`; `na`:
+        more cell texts that mean "missing" (pandas' defaults always do)."""
         from ppl.data import bind
-        return bind(self.checked, data, source)
+        return bind(self.checked, data, source, na)
 
     def graph(self, dataset=None):
         """The factor graph as a NetworkX DiGraph (shapes concrete when a dataset is given)."""
@@ -35,20 +36,20 @@ class Model:
         from ppl.graph import analyze
         return analyze(self.checked, dataset, methods)
 
-    def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None) -> dict:
+    def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None, na=None) -> dict:
         """The `ppl check --format json` document."""
         from ppl.infer.schedule.plan import schedule_report
         from ppl.lang.schedule import parse_schedule
-        dataset = self.bind(data) if data is not None else None
+        dataset = self.bind(data, na=na) if data is not None else None
         analysis = self.analyze(dataset, methods)
         report = analysis.to_json(self.checked, self.graph(dataset))
         report["schedule"] = schedule_report(self.checked, analysis.scopes,
                                              parse_schedule(schedule) if schedule else None)
-        return report
+        return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
-              progress=None, record_terms: bool = False, schedule: str | None = None):
+              progress=None, record_terms: bool = False, schedule: str | None = None, na=None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -78,12 +79,14 @@ class Model:
             How steps visit the groups, overriding the model's `schedule` statement:
             ``"svi(batch=64)"`` for stochastic VI in minibatches of 64 groups
             (docs/rules/svi.md); default batch VMP.
+        na : str or list of str, optional
+            More cell texts that mean "missing" (pandas' defaults, ``NA``, ``nan``, ... always do).
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
         from ppl.lang.schedule import parse_schedule
         model = self.with_constants(**set) if set else self
-        dataset = model.bind(data)
+        dataset = model.bind(data, na=na)
         analysis = model.analyze(dataset, methods)
         problem = build_problem(model.checked, dataset, analysis, parse_schedule(schedule) if schedule else None)
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,

@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
                        help="override a constant declared with `const`")
         p.add_argument("--method", action="append", default=[], type=_assignment, metavar="FACTOR=RULE",
                        help="choose the update rule for a factor (vmp, ncvmp, cvi, jaakkola, ...)")
+        p.add_argument("--na", action="append", default=None, metavar="TOKEN",
+                       help="a cell text that means missing, besides empty, NA, NaN, nan, N/A, NULL, null, ...")
 
     check = sub.add_parser("check", help="parse, check shapes and print the rule chosen for every factor")
     common(check)
@@ -108,7 +110,7 @@ def _check(args, constants) -> int:
     import ppl
     from ppl.report import check_report
     model = ppl.load(args.model, set=constants)
-    report = model.check_report(args.data, dict(args.method), args.schedule)
+    report = model.check_report(args.data, dict(args.method), args.schedule, na=args.na)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -121,7 +123,7 @@ def _graph(args, constants) -> int:
     import ppl
     from ppl.graph import to_dot
     model = ppl.load(args.model, set=constants)
-    dataset = model.bind(args.data) if args.data else None
+    dataset = model.bind(args.data, na=args.na) if args.data else None
     sys.stdout.write(to_dot(model.graph(dataset)))
     return EXIT_OK
 
@@ -147,7 +149,7 @@ def _infer(args, constants) -> int:
         posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                                 restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                 progress=progress, record_terms=args.trace_terms,
-                                schedule=args.schedule)
+                                schedule=args.schedule, na=args.na)
     finally:
         if progress is not None:
             progress.close()

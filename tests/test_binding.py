@@ -117,7 +117,7 @@ def test_numbers_in_text(tmp_path, cell, parsed):
     assert one.bind(csv_file(tmp_path, f"y\n1\n{cell}\n")).arrays["y"].tolist() == [1.0, parsed]
 
 
-@pytest.mark.parametrize("cell", ["nan", "NA", "1_000", "١٢", "0x10", "1,5"])
+@pytest.mark.parametrize("cell", ["1_000", "١٢", "0x10", "1,5"])  # `nan`, `NA`: missing (test_reading)
 def test_text_that_is_not_a_number(tmp_path, cell):
     error = data_error(MODEL, csv_file(tmp_path, CSV.replace("0.5", f'"{cell}"')))
     assert error.code == "E406"

@@ -1,161 +1,129 @@
 """Data → typed numpy arrays for a checked model: columns found, values converted and checked
 against the support of the distribution they feed, sizes read off, missing cells masked.
 
-Validation happens here, once, at the edge; later stages trust these arrays.
+Validation happens here, once, at the edge; later stages trust these arrays. Reading the
+columns is `ppl.data.reading`'s job; text cells arrive as `Coded` columns (codes + labels).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from ppl.diagnostics import DataError, nearest
 from ppl.lang import ast
 from ppl.lang.model import CheckedModel
+from ppl.data.columns import Coded, na_tokens
+from ppl.data.reading import open_data
 from ppl.data.support import check_support
 
 BOOL_WORDS = {"true": 1.0, "false": 0.0, "True": 1.0, "False": 0.0, "TRUE": 1.0, "FALSE": 0.0}
+INT_LIMIT = 2.0 ** 63  # an `int` cell must be smaller in magnitude (numpy's int64)
+# A `cat` column may have at most this many levels, or LEVELS_PER_CATEGORY per distinct category
+# present if that is more: integer codes 1..K (or a declared K) must not imply far more levels
+# than the data hold, since every level costs memory downstream (a Dirichlet parameter per level).
+LEVELS_FLOOR = 100_000
+LEVELS_PER_CATEGORY = 10
 
 
 @dataclass(frozen=True)
 class Dataset:
     """Arrays by data name (cat as 0-based codes), observed masks where cells are missing,
-    sizes by name, and the labels of every categorical variable for reports."""
+    sizes by name, the labels of every categorical variable for reports, and notes for the
+    reader (columns the model does not use)."""
 
     arrays: dict
     masks: dict = field(default_factory=dict)
     sizes: dict = field(default_factory=dict)
     levels: dict = field(default_factory=dict)
     source: str = "data"
+    notes: tuple = ()
 
 
-@dataclass(frozen=True)
-class Table:
-    """Named columns of one length, in order: text cells as `str` objects, a missing cell as
-    None; the numeric columns of a DataFrame keep their dtype (NaN is missing)."""
-
-    columns: dict
-
-    def take(self, names: list[str]) -> np.ndarray:
-        """The named columns side by side (rows × len(names))."""
-        return np.stack([self.columns[name] for name in names], axis=1)
-
-
-def read_table(data, source: str | None = None):
-    """A `Table` from a CSV path or a pandas DataFrame; a dict of arrays is returned as is."""
+def bind(model: CheckedModel, data, source: str | None = None, na=None) -> Dataset:
+    """Bind `data` (CSV or Parquet path, DataFrame or dict of arrays) to the model's data
+    declarations. `na`: cell texts that mean "missing", besides pandas' defaults."""
+    tokens = na_tokens(na)
     if isinstance(data, dict):
-        return data, source or "dict"
-    if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
-        return _frame_table(data), source or "DataFrame"
-    path = Path(data)
-    name = source or str(data)
-    if not path.is_file():
-        raise DataError("E400", f"no data file at {path}", source=name)
-    return _read_csv(path.read_bytes(), name), name
+        name = source or "dict"
+        raws = {d.name: _from_dict(data, d, name, tokens) for d in model.data.values()}
+        return assemble(model, raws, name)
+    reader = open_data(data, source, tokens)
+    plan = plan_columns(model, reader)
+    kinds = column_kinds(model, plan)
+    found = reader.read(plan, kinds)
+    rows = filled_rows(found, reader.name)
+    raws = {d: (_head(found[d], rows), columns) for d, columns in plan.items()}
+    unused = [c for c in reader.columns if c not in kinds]
+    notes = (f"columns not used by the model: {', '.join(unused)}",) if unused else ()
+    return assemble(model, raws, reader.name, notes)
 
 
-def _read_csv(content: bytes, name: str) -> Table:
-    """Cells of a CSV file as text, read with the C `csv` module (pandas costs a third of a
-    second of import). Leading spaces of fields are skipped and an empty cell is missing; a
-    blank line is a row of missing cells (in a one-column file, a missing value), but blank
-    lines at the end are dropped."""
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = content[:exc.start].count(b"\n") + 1
-        raise DataError("E402", f"malformed CSV: line {line} is not UTF-8 text (byte "
-                        f"0x{content[exc.start]:02x})", source=name) from None
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
-    header, rows, end = None, [], 0
-    try:
-        for fields in reader:
-            start, end = end + 1, reader.line_num
-            if header is None:
-                header = _header(fields) if any(fields) else None  # blank lines before it are skipped
-            elif not any(fields):
-                rows.append([""] * len(header))
-            elif len(fields) != len(header):
-                raise DataError("E402", f"malformed CSV: line {start} has {_fields(len(fields))} but the "
-                                f"header names {len(header)}", source=name, row=len(rows) + 1)
-            else:
-                rows.append(fields)
-    except csv.Error as exc:
-        raise DataError("E402", f"malformed CSV: line {reader.line_num}: {exc}", source=name) from None
-    if header is None:
-        raise DataError("E401", "the data file is empty", source=name,
-                        hint="the first line must name the columns")
-    cells = np.array(rows, dtype=object).reshape(len(rows), len(header))
-    empty = cells == ""
-    filled = np.flatnonzero(~empty.all(axis=1))
-    if not filled.size:
+def plan_columns(model: CheckedModel, reader) -> dict:
+    """The columns of every data declaration, checked against the reader's header."""
+    if reader.duplicates:
+        column = reader.duplicates[0]
+        raise DataError("E412", f"the header names column `{column}` more than once", column=column,
+                        source=reader.name, hint="rename one of them: a model binds a column by its name")
+    sizes = {k: v for k, v in model.constants.items() if isinstance(v, int)}
+    return {d.name: _columns(d, reader.columns, reader.name, sizes) for d in model.data.values()}
+
+
+def column_kinds(model: CheckedModel, plan: dict) -> dict:
+    """The element type (real, int, bool, cat) each column is read as."""
+    return {column: model.variables[name].elem for name, columns in plan.items() for column in columns}
+
+
+def filled_rows(found: dict, name: str) -> int:
+    """The number of rows up to the last one with a cell present: trailing rows whose read cells
+    are all missing (blank lines at the end of a file) are dropped. `found`: {name: raw}."""
+    present = None
+    for raw in found.values():
+        for values in (raw if isinstance(raw, list) else [raw]):
+            here = ~(values.missing if isinstance(values, Coded) else np.isnan(values))
+            here = here if here.ndim == 1 else here.any(axis=1)
+            present = here if present is None else present | here
+    rows = int(np.flatnonzero(present)[-1]) + 1 if present is not None and present.any() else 0
+    if not rows and found:
         raise DataError("E401", "the data file has a header but no rows", source=name)
-    cells[empty] = None
-    cells = cells[:filled[-1] + 1]
-    return Table({column: cells[:, i] for i, column in enumerate(header)})
+    return rows
 
 
-def _header(fields: list[str]) -> list[str]:
-    """Column names as pandas makes them: `Unnamed: i` for an empty one, `x.1` for a second `x`."""
-    names = []
-    for i, text in enumerate(fields):
-        text = text or f"Unnamed: {i}"
-        name, copy = text, 0
-        while name in names:
-            copy += 1
-            name = f"{text}.{copy}"
-        names.append(name)
-    return names
+def _head(raw, rows: int):
+    if isinstance(raw, list):
+        return [_head(values, rows) for values in raw]
+    return Coded(raw.codes[:rows], raw.labels) if isinstance(raw, Coded) else raw[:rows]
 
 
-def _fields(count: int) -> str:
-    return f"{count} field" + ("" if count == 1 else "s")
-
-
-def _frame_table(frame) -> Table:
-    """A pandas DataFrame as a `Table`, without importing pandas: numeric columns as they are,
-    the others as objects with None where the frame has a missing value."""
-    missing = frame.isna().to_numpy()
-    columns = {}
-    for i, column in enumerate(frame.columns):
-        values = frame.iloc[:, i].to_numpy()
-        if values.dtype.kind not in "fiub":
-            values = np.where(missing[:, i], None, values.astype(object))
-        columns[str(column)] = values
-    return Table(columns)
-
-
-def bind(model: CheckedModel, data, source: str | None = None) -> Dataset:
-    """Bind `data` (CSV path, DataFrame or dict of arrays) to the model's data declarations."""
-    table, name = read_table(data, source)
+def assemble(model: CheckedModel, raws: dict, name: str, notes: tuple = ()) -> Dataset:
+    """Convert and check every declaration's columns ({name: (raw, columns)}), read off sizes."""
     arrays, masks, sizes, levels = {}, {}, dict(
         (k, v) for k, v in model.constants.items() if isinstance(v, int)), {}
     for decl in model.data.values():
         variable = model.variables[decl.name]
-        if isinstance(table, dict):
-            raw, columns = _from_dict(table, decl, name)
-        else:
-            columns = _columns(decl, table, name, sizes)
-            raw = table.take(columns)
+        raw, columns = raws[decl.name]
         values, mask, labels = _convert(raw, decl, variable, columns, name)
         _bind_sizes(decl, variable.shape, values.shape, variable.levels, labels, sizes, name)
         arrays[decl.name] = values if values.ndim == len(variable.shape) else values[:, 0]
         if mask is not None:
-            if not model.factors_of(decl.name):
-                row = int(np.argwhere(~mask)[0][0]) + 1
-                raise DataError("E410", f"`{decl.name}` has an empty cell; only variables drawn with "
-                                "`~` may have missing values", column=_col(columns, mask), row=row,
-                                source=name, hint="fill in the cell or drop the row")
+            covariate_has_no_missing(model, decl.name, mask, columns, name)
             masks[decl.name] = mask if mask.ndim == len(variable.shape) else mask[:, 0]
         if labels is not None:
             levels[decl.name] = labels
-    dataset = Dataset(arrays, masks, sizes, levels, name)
+    dataset = Dataset(arrays, masks, sizes, levels, name, notes)
     check_support(model, dataset)
     return dataset
+
+
+def covariate_has_no_missing(model: CheckedModel, name: str, mask: np.ndarray, columns, source: str) -> None:
+    """Only a variable drawn with `~` may have missing cells (E410 names the first one)."""
+    if not model.factors_of(name):
+        row = int(np.argwhere(~mask)[0][0]) + 1
+        raise DataError("E410", f"`{name}` has an empty cell; only variables drawn with "
+                        "`~` may have missing values", column=_col(columns, mask), row=row,
+                        source=source, hint="fill in the cell or drop the row")
 
 
 def _col(columns, mask) -> str:
@@ -163,9 +131,8 @@ def _col(columns, mask) -> str:
     return columns[int(bad[1])] if mask.ndim == 2 and len(bad) > 1 else columns[0]
 
 
-def _columns(decl: ast.DataDecl, table: Table, source: str, sizes: dict) -> list[str]:
+def _columns(decl: ast.DataDecl, available: list[str], source: str, sizes: dict) -> list[str]:
     binding = decl.binding
-    available = list(table.columns)
     if binding is None and len(decl.type.dims) == 2:
         dim = decl.type.dims[1]
         last = ast.Column(f"{decl.name}{dim}", decl.span)
@@ -213,7 +180,7 @@ def _group(binding: ast.ColumnGroup, available: list[str], source: str, sizes: d
     return [f"{prefix}{i}{suffix}" for i in range(start, last + 1)]
 
 
-def _from_dict(table: dict, decl: ast.DataDecl, source: str):
+def _from_dict(table: dict, decl: ast.DataDecl, source: str, na: tuple):
     if decl.name not in table:
         guess = nearest(decl.name, [str(k) for k in table])
         raise DataError("E403", f"no entry `{decl.name}` in the data", column=decl.name, source=source,
@@ -223,69 +190,81 @@ def _from_dict(table: dict, decl: ast.DataDecl, source: str):
         raise DataError("E405", f"`{decl.name}` has {value.ndim} dimension(s) but is declared with "
                         f"{len(decl.type.dims)}", column=decl.name, source=source)
     raw = value if value.ndim == 2 else value[:, None]
-    return (raw if raw.dtype.kind in "fiub" else raw.astype(object)), [decl.name] * raw.shape[1]
+    columns = [decl.name] * raw.shape[1]
+    if raw.dtype.kind in "fiub":
+        return raw, columns
+    return [Coded.of_cells(raw[:, i].astype(object), na) for i in range(raw.shape[1])], columns
 
 
-def _convert(raw: np.ndarray, decl: ast.DataDecl, variable, columns, source: str):
-    """(values, observed mask or None, category labels or None) for one declaration."""
+def _convert(raw, decl: ast.DataDecl, variable, columns, source: str):
+    """(values, observed mask or None, category labels or None) for one declaration. `raw` is a
+    numeric array (rows × columns, NaN missing) or a list of columns, each float64 or `Coded`."""
     elem = variable.elem
     if elem == "weight":
         return _weights(raw, decl, columns, source), None, None
-    if raw.dtype.kind in "fiub" and elem in ("real", "int", "bool"):
+    if isinstance(raw, list) and elem != "cat" and all(isinstance(c, np.ndarray) for c in raw):
+        raw = np.stack(raw, axis=1) if len(raw) > 1 else raw[0][:, None]
+    if isinstance(raw, np.ndarray) and elem != "cat":
         return _numeric_array(raw, decl, elem, columns, source)
-    missing = _missing(raw)
+    if isinstance(raw, np.ndarray):
+        raw = [raw[:, i] for i in range(raw.shape[1])]
     if elem == "cat":
-        return _categories(raw, missing, decl, variable, columns, source)
-    numeric = np.zeros(raw.shape)
-    numeric[~missing] = _numbers(raw[~missing], BOOL_WORDS if elem == "bool" else {})
-    bad = np.isnan(numeric) & ~missing
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        raise DataError("E406", f"`{raw[row, col]}` is not a number (data `{decl.name}` is {elem})",
-                        column=columns[col], row=int(row) + 1, source=source)
+        na = ()  # the columns are normalised already; a float column has no text to compare
+        coded = Coded.stack([c if isinstance(c, Coded) else Coded.of_cells(c, na) for c in raw], na)
+        return _categories(coded, decl, variable, columns, source)
+    return _text_numbers(raw, decl, elem, columns, source)
+
+
+def _text_numbers(raw: list, decl, elem, columns, source):
+    """Numbers from columns of text (and float64): not a number (E406), not finite (E406), not an
+    integer (E407), not 0/1 (E408), beyond int64 (E414), each at its first cell in row order."""
+    words = BOOL_WORDS if elem == "bool" else {}
+    numeric = np.empty((len(raw[0]), len(raw)))
+    missing = np.empty(numeric.shape, dtype=bool)
+    for i, column in enumerate(raw):
+        if isinstance(column, Coded):
+            numeric[:, i] = np.append(_numbers(column.labels, words), 0.0)[column.codes]
+            missing[:, i] = column.missing
+        else:
+            numeric[:, i], missing[:, i] = column, np.isnan(column)
+
+    def fail(bad, code, what):
+        if bad.any():
+            row, col = (int(i) for i in np.argwhere(bad)[0])
+            cell = raw[col].text(row) if isinstance(raw[col], Coded) else raw[col][row]
+            raise DataError(code, f"`{cell}` {what}", column=columns[col], row=row + 1, source=source)
+
+    fail(np.isnan(numeric) & ~missing, "E406", f"is not a number (data `{decl.name}` is {elem})")
+    fail(np.isinf(numeric), "E406", "is not a finite number")
     if elem in ("int", "bool"):
-        fractional = (numeric != np.round(numeric)) & ~missing
-        if fractional.any():
-            row, col = np.argwhere(fractional)[0]
-            raise DataError("E407", f"`{raw[row, col]}` is not an integer (data `{decl.name}` is {elem})",
-                            column=columns[col], row=int(row) + 1, source=source)
+        fail((numeric != np.round(numeric)) & ~missing, "E407", f"is not an integer (data `{decl.name}` is {elem})")
     if elem == "bool":
-        wrong = ~np.isin(numeric, (0, 1)) & ~missing
-        if wrong.any():
-            row, col = np.argwhere(wrong)[0]
-            raise DataError("E408", f"`{raw[row, col]}` is not 0/1 or true/false", column=columns[col],
-                            row=int(row) + 1, source=source)
+        fail(~np.isin(numeric, (0, 1)) & ~missing, "E408", "is not 0/1 or true/false")
+    if elem == "int":
+        fail(np.abs(numeric) >= INT_LIMIT, "E414", "is too large for an integer (at most 2^63 - 1 in magnitude)")
     mask = ~missing if missing.any() else None
     values = np.where(missing, 0, numeric) if mask is not None else numeric
-    if elem in ("int", "bool"):
-        values = values.astype(np.int64)
-    return values, mask, None
+    return (values.astype(np.int64) if elem in ("int", "bool") else values), mask, None
 
 
 def _weights(raw, decl, columns, source) -> np.ndarray:
     """Row weights: a finite number ≥ 0 in every cell (fractional weights are importance weights;
-    integers equal the rows repeated), float64."""
-    missing = _missing(raw)
-    values = np.full(raw.shape, np.nan)
-    values[~missing] = _numbers(raw[~missing], {})
+    integers equal the rows repeated), float64. `raw` as `_convert` takes it."""
+    if isinstance(raw, np.ndarray):
+        raw = [raw[:, i] for i in range(raw.shape[1])]
+    values = np.stack([np.append(_numbers(c.labels, {}), np.nan)[c.codes] if isinstance(c, Coded)
+                       else np.asarray(c, float) for c in raw], axis=1)
+    missing = np.stack([c.missing if isinstance(c, Coded) else np.isnan(np.asarray(c, float)) for c in raw], axis=1)
     bad = ~(np.isfinite(values) & (values >= 0))
     if bad.any():
-        row, col = np.argwhere(bad)[0]
-        cell = "an empty cell" if missing[row, col] else f"`{raw[row, col]}`"
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        column = raw[col]
+        cell = ("an empty cell" if missing[row, col] else
+                f"`{column.text(row)}`" if isinstance(column, Coded) else f"`{column[row]:g}`")
         raise DataError("E430", f"weight `{decl.name}` has {cell}: a row weight is a finite number ≥ 0",
-                        column=columns[col], row=int(row) + 1, source=source,
+                        column=columns[col], row=row + 1, source=source,
                         hint="a weight counts the observations a row stands for; 0 drops the row")
     return values
-
-
-def _missing(raw: np.ndarray) -> np.ndarray:
-    """Where cells are missing: None (an empty CSV cell) or NaN."""
-    if raw.dtype.kind == "f":
-        return np.isnan(raw)
-    if raw.dtype.kind != "O":
-        return np.zeros(raw.shape, dtype=bool)
-    return np.equal(raw, None) | np.not_equal(raw, raw)
-
 
 def _numbers(cells: np.ndarray, words: dict) -> np.ndarray:
     """Floats of present cells (text or numbers), NaN where a cell is not a number; a cell
@@ -317,7 +296,7 @@ def _number(text: str, words: dict) -> float:
 
 def _numeric_array(raw, decl, elem, columns, source):
     """A numeric array (dict input) needs no text parsing: NaN is missing, the rest is checked."""
-    values = raw.astype(float)
+    values = raw.astype(float, copy=False)
     missing = np.isnan(values)
     if elem in ("int", "bool"):
         bad = (values != np.round(values)) & ~missing
@@ -331,38 +310,54 @@ def _numeric_array(raw, decl, elem, columns, source):
         row, col = np.argwhere(np.isinf(values))[0]
         raise DataError("E406", f"`{values[row, col]}` is not a finite number", column=columns[col],
                         row=int(row) + 1, source=source)
+    if elem == "int" and (np.abs(values) >= INT_LIMIT).any():
+        row, col = np.argwhere(np.abs(values) >= INT_LIMIT)[0]
+        raise DataError("E414", f"`{raw[row, col]}` is too large for an integer (at most 2^63 - 1 in "
+                        "magnitude)", column=columns[col], row=int(row) + 1, source=source)
     mask = ~missing if missing.any() else None
     values = np.where(missing, 0, values) if mask is not None else values
     return (values.astype(np.int64) if elem in ("int", "bool") else values), mask, None
 
 
-def _categories(raw, missing, decl, variable, columns, source):
-    """Strings become codes of their sorted labels; integers 1..K are their own codes."""
-    present = raw[~missing]
-    numeric = _numbers(present, {})
-    if len(present) and not np.isnan(numeric).any() and (numeric == np.round(numeric)).all():
-        codes = np.zeros(raw.shape, dtype=np.int64)
-        codes[~missing] = numeric.astype(np.int64) - 1
-        limit = variable.levels if isinstance(variable.levels, int) else None
-        out = (codes < 0) | (codes >= limit if limit else False)
-        out &= ~missing
+def _categories(coded: Coded, decl, variable, columns, source):
+    """Text labels become codes of their sorted labels; integers 1..K are their own codes. The
+    number of levels is checked (`_check_levels`) before anything of that size exists."""
+    numbers = _numbers(coded.labels, {})
+    limit = variable.levels if isinstance(variable.levels, int) else None
+    if len(numbers) and not np.isnan(numbers).any() and (numbers == np.round(numbers)).all():
+        out = (numbers < 1) | (numbers > limit if limit else False)
         if out.any():
-            row, col = np.argwhere(out)[0]
+            row, col = coded.first(out)
             upper = f"1..{limit}" if limit else "1, 2, ..."
-            raise DataError("E409", f"category {raw[row, col]} is out of range {upper}",
-                            column=columns[col], row=int(row) + 1, source=source)
-        count = limit or (int(codes.max()) + 1 if codes.size else 0)
+            raise DataError("E409", f"category {coded.text((row, col))} is out of range {upper}",
+                            column=columns[col], row=row + 1, source=source)
+        count = limit or int(numbers.max())
+        _check_levels(count, coded, None if limit else numbers == numbers.max(), decl, columns, source)
+        codes = np.append(numbers - 1, 0).astype(np.int32)[coded.codes]
         labels = [str(i) for i in range(1, count + 1)]
     else:
-        unique, inverse = np.unique(present.astype(str), return_inverse=True)
-        labels = [str(u) for u in unique]
-        codes = np.zeros(raw.shape, dtype=np.int64)
-        codes[~missing] = inverse
-        if isinstance(variable.levels, int) and len(labels) > variable.levels:
+        labels = coded.labels.tolist()
+        codes = np.maximum(coded.codes, 0).astype(np.int32, copy=False)  # missing (-1) → 0
+        if limit and len(labels) > limit:
             raise DataError("E409", f"`{decl.name}` has {len(labels)} categories but is declared with "
-                            f"{variable.levels}", column=columns[0], source=source)
-    mask = ~missing if missing.any() else None
+                            f"{limit}", column=columns[0], source=source)
+        _check_levels(limit or len(labels), coded, None, decl, columns, source)
+    mask = ~coded.missing if coded.missing.any() else None
     return codes, mask, labels
+
+
+def _check_levels(count: int, coded: Coded, largest, decl, columns, source) -> None:
+    """At most max(LEVELS_FLOOR, LEVELS_PER_CATEGORY × categories present) levels (E415), at the
+    cell with the largest code when the codes imply the count."""
+    used = len(coded.labels)
+    if count <= max(LEVELS_FLOOR, LEVELS_PER_CATEGORY * used):
+        return
+    row, col = coded.first(largest) if largest is not None else (None, 0)
+    why = (f"codes up to {count}" if row is not None else f"{count} levels declared")
+    raise DataError("E415", f"`{decl.name}` would have {count} levels ({why}) but the data hold {used} "
+                    "distinct categories", column=columns[col], row=None if row is None else row + 1,
+                    source=source, hint=f"a `cat` column may have at most {LEVELS_FLOOR:,} levels, or "
+                    f"{LEVELS_PER_CATEGORY} per category present; recode it 1..K or use text labels")
 
 
 def _bind_sizes(decl, declared, shape, levels_dim, labels, sizes: dict, source: str) -> None:

@@ -223,7 +223,8 @@ def build_posterior(problem, run, analysis) -> Posterior:
     scopes = {name: analysis.scopes.get(name, ("data",))[0] for name in marginals}
     observed = tuple(n for n in data if model.factors_of(n))
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
-                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
+                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
+                     list(problem.dataset.notes) + list(run.warnings),
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset)
 

@@ -51,4 +51,5 @@ def check_report(report: dict, title: str) -> str:
     if schedule:
         parts.extend(["", f"schedule: {schedule['description']}",
                       f"  {schedule['plan']}; E-step {schedule['estep']}, M-step {schedule['mstep']}"])
+    parts.extend(["", *(f"note: {note}" for note in report["notes"])] if report.get("notes") else [])
     return "\n".join(parts) + "\n"

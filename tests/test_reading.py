@@ -1,0 +1,187 @@
+"""Reading data by columns: the pyarrow reader and the exact `csv` reader give the same dataset
+or the same located error; Parquet and DataFrames bind as their CSV; missing-value tokens; the
+data errors of issue 14 (duplicate header, int64 overflow, level counts, unreadable file)."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ppl
+from ppl import cli
+from ppl.data import reading
+from test_binding import CSV, MODEL, assert_same_dataset, csv_file
+
+ROOT = Path(__file__).parents[1]
+ERRORS = ROOT / "tests" / "errors" / "data"
+RESPONSE = ppl.compile("data x: real[N]\ndata y: real[N]\nw ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(w * x[n], 1) }")
+AB = ppl.compile("data a: real[N]\ndata b: real[N]\nw ~ Normal(0, 1)\nfor n in 1..N { b[n] ~ Normal(w * a[n], 1) }")
+CATS = ppl.compile("data c: cat(K)[N]\nphi ~ Dirichlet(ones(K))\nfor n in 1..N { c[n] ~ Categorical(phi) }")
+
+
+def outcome(model, data, **options):
+    """The dataset, or (code, message, column, row) of the error."""
+    try:
+        return model.bind(data, **options)
+    except ppl.DataError as error:
+        return error.code, error.message, error.column, error.row
+
+
+def both_readers(monkeypatch, model, path, **options):
+    exact = outcome(model, path, **options)
+    monkeypatch.setattr(reading, "SMALL_CSV", 0)  # every file through pyarrow
+    arrow = outcome(model, path, **options)
+    monkeypatch.undo()
+    return exact, arrow
+
+
+def assert_same(exact, arrow):
+    if isinstance(exact, tuple):
+        assert exact == arrow
+    else:
+        assert_same_dataset(exact, arrow)
+        assert exact.notes == arrow.notes
+
+
+TEXTS = [CSV, "a,b\n1,2\n3,4\n5,6,7\n", "a,b\n1,2\n\n3\n", 'a,b\n"1\n2",3\n4,5,6\n', "x,y\n",
+         "x,y\n1,2\n\n3,\n\n\n,\n", CSV.replace("0.5", '"1_000"'), CSV.replace("0.5", "inf"),
+         CSV.replace("FALSE", "yes"), CSV.replace("north", " north"), "x,k,b,g,y\n 1, 2, 1, a, NA\n",
+         CSV.replace("0.5", "+.5"), "\n\nx,k,b,g,y\n1,2,true,a,3\n"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_pyarrow_and_the_csv_module_agree(tmp_path, monkeypatch, text):
+    model = {"a,b\n": AB, "x,y\n": RESPONSE}.get(text[:4], MODEL)
+    assert_same(*both_readers(monkeypatch, model, csv_file(tmp_path, text)))
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in ERRORS.glob("*.csv")))
+def test_the_error_catalogue_through_pyarrow(monkeypatch, case):
+    model = ppl.load(ERRORS / f"{case}.vim")
+    exact, arrow = both_readers(monkeypatch, model, ERRORS / f"{case}.csv")
+    assert isinstance(exact, tuple)
+    assert_same(exact, arrow)
+
+
+def test_bytes_that_are_not_utf8_through_pyarrow(tmp_path, monkeypatch):
+    path = tmp_path / "data.csv"
+    path.write_bytes(b"x,y\n1,2\n3,\xff\n")
+    exact, arrow = both_readers(monkeypatch, RESPONSE, path)
+    assert exact == arrow == ("E402", "malformed CSV: line 3 is not UTF-8 text (byte 0xff)", None, None)
+
+
+@pytest.mark.parametrize("token", ["", "NA", "nan", "NaN", "N/A", "NULL", "null", "None", "#N/A", " NA"])
+def test_missing_tokens_are_missing_cells(tmp_path, monkeypatch, token):
+    path = csv_file(tmp_path, f"x,y\n1,2\n2,{token}\n3,4\n")
+    for dataset in both_readers(monkeypatch, RESPONSE, path):
+        assert dataset.masks["y"].tolist() == [True, False, True]
+        assert dataset.arrays["y"].tolist() == [2.0, 0.0, 4.0]
+    exact, arrow = both_readers(monkeypatch, RESPONSE, csv_file(tmp_path, f"x,y\n1,2\n{token},3\n"))
+    assert exact == arrow == ("E410", "`x` has an empty cell; only variables drawn with `~` may have "
+                              "missing values", "x", 2)
+
+
+def test_more_missing_tokens_by_option(tmp_path, monkeypatch, capsys):
+    path = csv_file(tmp_path, "x,y\n1,2\n2,-999\n3,?\n")
+    for dataset in both_readers(monkeypatch, RESPONSE, path, na=["-999", "?"]):
+        assert dataset.masks["y"].tolist() == [True, False, False]
+    assert RESPONSE.bind(path, na=["?"]).masks["y"].tolist() == [True, True, False]
+    model = tmp_path / "m.vim"
+    model.write_text(RESPONSE.text)
+    assert cli.main(["infer", str(model), str(path), "--na", "-999", "--na", "?", "--quiet"]) == 0
+    assert cli.main(["check", str(model), str(path), "--na", "-999"]) == 1
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith(f"{path}, column 'y', row 3: data error [E406]: `?` is not a number")
+
+
+def test_dataframe_and_parquet_bind_as_their_csv(tmp_path):
+    path = csv_file(tmp_path, "x,k,b,g,y\n0.5,1,true,north,1.0\n-10,2,0,south,NA\n2,3,FALSE,north,2.5\n")
+    from_csv = MODEL.bind(path)
+    frame = pd.read_csv(path)
+    assert_same_dataset(from_csv, MODEL.bind(frame))
+    frame.to_parquet(tmp_path / "data.parquet")
+    assert_same_dataset(from_csv, MODEL.bind(tmp_path / "data.parquet"))
+
+
+def cli_error(tmp_path, capsys, model_text: str, csv_text: str, *args) -> str:
+    """The first line of stderr of `ppl check`, after asserting exit code 1 and no traceback."""
+    model = tmp_path / "m.vim"
+    model.write_text(model_text)
+    data = csv_file(tmp_path, csv_text)
+    assert cli.main(["check", str(model), str(data), *args]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.splitlines()[0].replace(str(data), "data.csv")
+
+
+POISSON = "data y: int[N]\nlam ~ Gamma(1, 1)\nfor n in 1..N { y[n] ~ Poisson(lam) }"
+
+
+def test_a_count_beyond_int64_is_located(tmp_path, capsys):
+    first = cli_error(tmp_path, capsys, POISSON, "y\n1\n1e300\n")
+    assert first == ("data.csv, column 'y', row 2: data error [E414]: `1e+300` is too large for an integer "
+                     "(at most 2^63 - 1 in magnitude)")
+    error = outcome(ppl.compile(POISSON), {"y": np.array([1.0, 1e300])})
+    assert error[0] == "E414" and error[2:] == ("y", 2)
+
+
+def test_a_duplicate_header_is_located(tmp_path, capsys):
+    first = cli_error(tmp_path, capsys, POISSON, "y,x,y\n1,2,3\n")
+    assert first.startswith("data.csv, column 'y': data error [E412]: the header names column `y` more than once")
+
+
+def test_unused_columns_are_noted_by_check_and_infer(tmp_path, capsys):
+    model = tmp_path / "m.vim"
+    model.write_text(POISSON)
+    data = csv_file(tmp_path, "id,y,comment\n1,3,a\n2,4,b\n")
+    assert ppl.compile(POISSON).bind(data).notes == ("columns not used by the model: id, comment",)
+    for command in (["check"], ["infer", "--max-iter", "5"]):
+        assert cli.main([*command, str(model), str(data)]) == 0
+        assert "note: columns not used by the model: id, comment" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cell, shown", [("100000000", "100000000"), ("1e308", "1e308")])
+def test_a_huge_category_code_is_located_before_allocation(tmp_path, capsys, cell, shown):
+    text = CATS.text.replace("cat(K)", "cat(V)").replace("ones(K)", "ones(V)")
+    first = cli_error(tmp_path, capsys, text, f"c\n1\n2\n{cell}\n")
+    assert first.startswith(f"data.csv, column 'c', row 3: data error [E415]: `c` would have "
+                            f"{int(float(cell))} levels (codes up to")
+
+
+def test_a_huge_declared_level_count_is_an_error(tmp_path, capsys):
+    first = cli_error(tmp_path, capsys, "const K = 1000000000\n" + CATS.text, "c\n1\n2\n")
+    assert first == ("data.csv, column 'c': data error [E415]: `c` would have 1000000000 levels "
+                     "(1000000000 levels declared) but the data hold 2 distinct categories")
+
+
+def test_100000_labels_stay_codes(tmp_path):
+    labels = np.array([f"w{i:06d}" for i in range(100_000)])
+    rng = np.random.default_rng(0)
+    column = np.concatenate([labels, rng.choice(labels, 50_000)])
+    path = tmp_path / "words.csv"
+    pd.DataFrame({"c": column}).to_csv(path, index=False)
+    text = CATS.text.replace("cat(K)", "cat(V)").replace("ones(K)", "ones(V)")
+    dataset = ppl.compile(text).bind(path)
+    assert dataset.sizes["V"] == 100_000 and dataset.levels["c"] == sorted(labels.tolist())
+    assert dataset.arrays["c"].dtype == np.int32 and dataset.arrays["c"].shape == (150_000,)
+    np.testing.assert_array_equal(np.array(dataset.levels["c"])[dataset.arrays["c"]], column)
+
+
+def test_an_unreadable_file_is_located(tmp_path, capsys, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(reading, "open", refuse, raising=False)
+    first = cli_error(tmp_path, capsys, POISSON, "y\n1\n")
+    assert first == "data.csv: data error [E413]: cannot read the data file: Permission denied"
+
+
+def test_a_small_file_is_read_without_pyarrow():
+    """Start-up: pyarrow (0.1 s of import) is loaded only for files over `SMALL_CSV` bytes."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom ppl import cli\n"
+            "cli.main(['check', 'models/lda.vim', 'models/lda.csv'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('pyarrow', 'pandas'))), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "[]"
