@@ -89,7 +89,7 @@ def fit_ppl(train, schedule=None):
     import ppl
     doc, word = tokens(train)
     model = ppl.compile(MODEL.replace("const eta = 0.01", f"const eta = 0.01\nconst V = {train.shape[1]}"))
-    post = model.infer({"doc": doc + 1, "word": word + 1}, seed=SEED, schedule=schedule)
+    post = model.infer({"doc": doc + 1, "word": word + 1}, seed=SEED, schedule=schedule, max_iter=5000)
     return post["beta"].mean, post
 
 
@@ -134,9 +134,9 @@ def run(only: set | None):
     contenders = [
         ("ppl batch vmp", lambda: fit_ppl(train)),
         ("numpy floor (batch vmp)", None),
-        ("ppl svi(batch=32)", lambda: fit_ppl(train, "svi(batch=32)")),
-        ("ppl ssmf_a(batch=32)", lambda: fit_ppl(train, "ssmf_a(batch=32)")),
-        ("ppl ssmf(batch=32)", lambda: fit_ppl(train, "ssmf(batch=32)")),
+        ("ppl svi(batch=32, passes=20)", lambda: fit_ppl(train, "svi(batch=32, passes=20)")),
+        ("ppl ssmf_a(batch=32, passes=20)", lambda: fit_ppl(train, "ssmf_a(batch=32, passes=20)")),
+        ("ppl ssmf(batch=32, passes=20)", lambda: fit_ppl(train, "ssmf(batch=32, passes=20)")),
         ("scikit-learn batch", lambda: fit_sklearn(train, "batch")),
         ("scikit-learn online", lambda: fit_sklearn(train, "online")),
         ("gensim", lambda: fit_gensim(train)),

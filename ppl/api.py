@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ppl.diagnostics import ModelError
 from ppl.lang import CheckedModel, check, parse
 
@@ -49,7 +51,8 @@ class Model:
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
-              progress=None, record_terms: bool = False, schedule: str | None = None, na=None):
+              progress=None, record_terms: bool = False, schedule: str | None = None, na=None,
+              stream: bool = False):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -79,6 +82,10 @@ class Model:
             How steps visit the groups, overriding the model's `schedule` statement:
             ``"svi(batch=64)"`` for stochastic VI in minibatches of 64 groups
             (docs/rules/svi.md); default batch VMP.
+        stream : bool, default=False
+            With a stochastic schedule and a data file: read the file once to index its groups,
+            then read each step's groups only (memory bounded by the minibatch); the posterior
+            then holds the global variables only.
         na : str or list of str, optional
             More cell texts that mean "missing" (pandas' defaults, ``NA``, ``nan``, ... always do).
         """
@@ -86,15 +93,37 @@ class Model:
         from ppl.infer.posterior import build_posterior
         from ppl.lang.schedule import parse_schedule
         model = self.with_constants(**set) if set else self
-        dataset = model.bind(data, na=na)
-        analysis = model.analyze(dataset, methods)
-        problem = build_problem(model.checked, dataset, analysis, parse_schedule(schedule) if schedule else None)
-        options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
-                          record_terms=record_terms)
-        return build_posterior(problem, run(problem, options, progress), analysis)
+        spec = parse_schedule(schedule) if schedule else model.checked.schedule
+        source = _stream(model.checked, data, spec, na) if stream else None
+        try:
+            dataset = source.take(np.arange(min(source.groups, spec.batch))) if source else model.bind(data, na=na)
+            analysis = model.analyze(dataset, methods)
+            problem = build_problem(model.checked, dataset, analysis, spec)
+            options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
+                              record_terms=record_terms)
+            return build_posterior(problem, run(problem, options, progress, source), analysis)
+        finally:
+            if source is not None:
+                source.close()
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, factors={[f.name for f in self.checked.factors]})"
+
+
+def _stream(model, data, spec, na):
+    """The `GroupedSource` of a data file for a stochastic schedule (`stream=True`)."""
+    from ppl.data.stream import GroupedSource
+    from ppl.diagnostics import OptionError
+    from ppl.graph import analyze
+    from ppl.infer.schedule.plan import plan_for
+    if spec is None or not spec.stochastic:
+        raise OptionError("E325", "--stream reads the groups of a stochastic schedule: add one, e.g. "
+                          "--schedule 'svi(batch=64)'")
+    if not isinstance(data, (str, Path)):
+        raise OptionError("E326", "--stream reads a CSV or Parquet file, not data in memory")
+    latent = [n for n, v in model.variables.items() if v.kind == "latent"]
+    plan = plan_for(model, analyze(model).scopes, latent, spec.span)
+    return GroupedSource.open(model, data, plan.group_column, na=na)
 
 
 def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model:  # noqa: A001

@@ -60,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--tol", type=float, default=1e-6, help="relative ELBO change to stop at (default 1e-6)")
     infer.add_argument("--schedule", metavar="SCHEDULE", help="how steps visit the groups of the data, e.g. "
                        "'svi(batch=64)' (overrides the model's `schedule` statement; default batch)")
+    infer.add_argument("--stream", action="store_true", help="with a stochastic --schedule: read each step's "
+                       "groups from the file, not the whole file (the posterior keeps the globals only)")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE",
@@ -149,7 +151,8 @@ def _infer(args, constants) -> int:
         posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                                 restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                 progress=progress, record_terms=args.trace_terms,
-                                schedule=args.schedule, na=args.na)
+                                schedule=args.schedule, na=args.na,
+                                stream=args.stream)
     finally:
         if progress is not None:
             progress.close()

@@ -14,7 +14,7 @@ from ppl.infer.schedule import svi as svi_module
 from ppl.infer.schedule.steps import data_factors, fit_locals, global_step
 from ppl.infer.schedule.svi import SVI, Minibatches, settled
 from ppl.lang.schedule import ScheduleSpec, parse_schedule
-from ppl.data.groups import Groups
+from ppl.data.stream import GroupedSource
 
 GMM_BOUND = -443.29786671923284  # batch VBEM on models/gmm (README, tests/test_vmp_models.py)
 
@@ -57,7 +57,7 @@ def test_schedule_text_of_the_command_line_is_the_statement():
 def test_groups_take_the_rows_of_documents_and_recode_them():
     problem = bound("lda")
     data = problem.dataset
-    groups = Groups(problem.model, data, "doc", "N", "D")
+    groups = GroupedSource.from_dataset(problem.model, data, "doc")
     chosen = np.array([7, 2])
     part = groups.take(chosen)
     rows = np.concatenate([np.flatnonzero(data.arrays["doc"] == g) for g in chosen])
@@ -255,3 +255,24 @@ def test_svi_steps_on_a_count_weighted_corpus_equal_the_token_expanded_ones():
             svi.step(t)
         runs.append(svi.globals["beta"])
     np.testing.assert_allclose(runs[0], runs[1], rtol=1e-10, atol=1e-10)
+
+
+def test_svi_streamed_from_the_file_equals_svi_in_memory():
+    """`stream=True` reads each step's documents from the indexed file: the same steps, the same
+    topics and the same final ELBO (one more pass over the file) as the data in memory."""
+    model = ppl.load("models/lda_counts.vim")
+    kwargs = dict(seed=0, schedule="svi(batch=20, passes=2)")
+    streamed = model.infer("models/lda_counts.csv", stream=True, **kwargs)
+    memory = model.infer("models/lda_counts.csv", **kwargs)
+    np.testing.assert_allclose(streamed["beta"].natural, memory["beta"].natural, rtol=1e-12, atol=1e-12)
+    assert streamed.elbo == pytest.approx(memory.elbo, rel=1e-12)
+    assert "z" not in streamed and "z" in memory  # a streamed posterior keeps the globals only
+
+
+@pytest.mark.parametrize("data, schedule, code", [("models/gmm.csv", None, "E325"),
+                                                  ({"x1": [0.0], "x2": [1.0]}, "svi(batch=2)", "E326")])
+def test_stream_needs_a_stochastic_schedule_and_a_file(data, schedule, code):
+    from ppl.diagnostics import OptionError
+    with pytest.raises(OptionError) as info:
+        ppl.load("models/gmm.vim").infer(data, stream=True, schedule=schedule)
+    assert info.value.code == code

@@ -17,7 +17,7 @@ from ppl.data.table import Table, header_names, locate_malformed, read_csv_text
 from ppl.diagnostics import DataError
 
 SMALL_CSV = 1 << 20  # bytes; a smaller CSV file is read without importing pyarrow (start-up time)
-NUMERIC = ("real", "int")  # element types read as float64; bool and cat are read as text
+NUMERIC = ("real", "int", "weight")  # element types read as float64; bool and cat are read as text
 
 
 def open_data(data, name: str | None, na: tuple):

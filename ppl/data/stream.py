@@ -244,7 +244,7 @@ class _Pass:
             width = len(columns) if len(variable.shape) == 2 else None
             shape = (self.rows, width) if width else (self.rows,)
             kind = variable.elem
-            dtype = np.float64 if kind == "real" else np.int32 if kind == "cat" else np.int64
+            dtype = np.float64 if kind in ("real", "weight") else np.int32 if kind == "cat" else np.int64
             values = np.memmap(self._path(name, "values"), dtype, "r+", shape=shape)
             labels = None
             if kind == "cat":

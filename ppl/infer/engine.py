@@ -76,15 +76,18 @@ class Run:
     term_trace: list = field(default_factory=list)  # {term: value} after each sweep, when recorded
 
 
-def run(problem: Problem, options: Options, progress=None) -> Run:
-    """Run VMP `options.restarts` times from different initialisations; keep the best ELBO."""
+def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
+    """Run VMP `options.restarts` times from different initialisations; keep the best ELBO.
+    `source`: the groups of a stochastic schedule streamed from disk (a `GroupedSource`)."""
     options = options.validate()
     seeds = np.random.SeedSequence(options.seed).spawn(options.restarts)
     best = None
     start = time.perf_counter()
     once = _run_once
     if problem.schedule.stochastic:
-        from ppl.infer.schedule.svi import run_svi as once
+        from functools import partial
+        from ppl.infer.schedule.svi import run_svi
+        once = partial(run_svi, source=source)
     for restart, seed in enumerate(seeds):
         result = once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ppl.data.groups import Groups
+from ppl.data.stream import GroupedSource
 from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
@@ -49,17 +49,18 @@ class Minibatches:
 
 
 class SVI:
-    """One SVI run on `problem` (the model bound to all its data, which gives the plan and the
-    final ELBO); `run` returns the same `Run` record as batch VMP."""
+    """One SVI run. `problem` is the model bound to all its data, or to one minibatch when the
+    groups stream from disk (`source`, a `GroupedSource`); it gives the plan, and in memory the
+    final ELBO and the locals of every group."""
 
-    def __init__(self, problem, rng):
+    def __init__(self, problem, rng, source=None):
         # minibatches from a stream of their own: a count-weighted corpus and its token-expanded
         # form, which initialise different numbers of locals, visit the same groups
         batch_rng, rng = rng.spawn(2)
         self.problem, self.rng, self.spec = problem, rng, problem.schedule
         self.plan = plan_for(problem.model, problem.scopes, problem.latent, self.spec.span)
-        self.groups = Groups(problem.model, problem.dataset, self.plan.group_column, self.plan.row_dim,
-                             self.plan.group_dim)
+        self.streamed = source is not None
+        self.groups = source or GroupedSource.from_dataset(problem.model, problem.dataset, self.plan.group_column)
         self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
         self.globals: dict = {}
 
@@ -139,6 +140,22 @@ class SVI:
         self.e_step(problem, state)
         return state
 
+    def streamed_elbo(self, chunk: int) -> tuple:
+        """(ELBO, state of the globals) from one pass over the streamed groups, `chunk` groups at a
+        time: each chunk's locals fitted at the final globals, their terms summed; the globals'
+        terms once. Memory: one chunk."""
+        local = 0.0
+        for groups in np.array_split(np.arange(self.groups.groups), -(-self.groups.groups // chunk)):
+            problem, state = self.bind(groups)
+            self.e_step(problem, state)
+            local += self.estimate(problem, state, 1.0) - self._global_terms(problem, state)
+        return local + self._global_terms(problem, state), state
+
+    def _global_terms(self, problem, state) -> float:
+        data = data_factors(problem, self.plan)
+        return sum(f.elbo(state) for f in problem.factors if f.name not in data) + \
+            sum(state.entropy(n) for n in self.plan.globals)
+
 
 def settled(trace: list, window: int, tol: float) -> bool:
     """The mean ELBO estimate of the last `window` steps is within its noise (one standard error
@@ -150,11 +167,16 @@ def settled(trace: list, window: int, tol: float) -> bool:
     return abs(recent.mean() - before.mean()) <= max(noise, tol * abs(recent.mean()))
 
 
-def run_svi(problem, options, rng, progress, start: float):
+STREAMED_CHUNK = 1000  # groups bound at once by the final pass over streamed data
+
+
+def run_svi(problem, options, rng, progress, start: float, source=None):
     """`engine.Run` of an SVI schedule: steps until the ELBO estimate settles (`settled`, over
-    windows of a pass), `passes` passes over the groups, `max_iter` steps or the time limit."""
+    windows of a pass) or, when asked, for `passes` passes over the groups; at most `max_iter`
+    steps or the time limit.
+    Streamed groups (`source`) leave a posterior of the globals only."""
     from ppl.infer.engine import Run
-    svi = SVI(problem, rng)
+    svi = SVI(problem, rng, source)
     svi.start()
     trace, converged, t = [], False, 0
     passes = svi.spec.passes
@@ -163,14 +185,23 @@ def run_svi(problem, options, rng, progress, start: float):
         trace.append(svi.step(t))
         if progress is not None:
             progress(t, trace[-1])
-        if settled(trace, window, options.tol):
+        if passes is not None:  # a number of passes asked for is run (Hoffman's protocol)
+            if svi.batches.passes >= passes:
+                converged = True
+                break
+        elif settled(trace, window, options.tol):
             converged = True
-            break
-        if passes is not None and svi.batches.passes >= passes:
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
             break
-    state = svi.final_state()
+    if svi.streamed:
+        elbo, state = svi.streamed_elbo(max(STREAMED_CHUNK, svi.batches.size))
+        for name in svi.plan.locals:  # the locals of the last chunk are not the posterior's
+            state.natural.pop(name, None)
+        problem = svi.bind(np.arange(min(svi.groups.groups, svi.batches.size)))[0]
+    else:
+        state = svi.final_state()
+        elbo = problem.elbo(state)
     seconds = time.perf_counter() - start
     recent = np.asarray(trace[-window:])
     se = float(recent.std(ddof=1) / np.sqrt(len(recent))) if len(recent) > 1 else 0.0
@@ -180,5 +211,9 @@ def run_svi(problem, options, rng, progress, start: float):
         f"the trace holds minibatch estimates of the ELBO (the mean of the last {len(recent)}: "
         f"{recent.mean():.6g} ± {se:.2g}); the ELBO reported is computed once more at the end, on all the data"]
     spread = float(recent.std(ddof=1)) if len(recent) > 1 else 0.0  # one estimate's standard error, about
-    return Run(state, trace, problem.elbo_terms(state), converged, t, seconds, warnings=notes,
-               elbo=problem.elbo(state), trace_se=[spread] * len(trace))
+    if svi.streamed:
+        notes.append(f"the groups streamed from disk: the posterior holds the globals only; the ELBO is one more "
+                     f"pass over all {svi.groups.groups} groups")
+    terms = {} if svi.streamed else problem.elbo_terms(state)
+    return Run(state, trace, terms, converged, t, seconds, warnings=notes, elbo=elbo,
+               trace_se=[spread] * len(trace))
