@@ -207,7 +207,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     se = float(recent.std(ddof=1) / np.sqrt(len(recent))) if len(recent) > 1 else 0.0
     notes = list(problem.notes) + [
         f"{svi.spec.name.replace('_', '-')}: {t} steps of {svi.batches.size} groups ({svi.batches.passes:.3g} passes over {svi.groups.groups} "
-        f"groups of {svi.plan.group_dim}), {svi.batches.visited / seconds:.4g} groups/s; {svi.plan.describe()}",
+        f"groups of {svi.plan.group_dim}), {1000 * seconds / max(svi.batches.visited, 1):.3g} ms per group; {svi.plan.describe()}",
         f"the trace holds minibatch estimates of the ELBO (the mean of the last {len(recent)}: "
         f"{recent.mean():.6g} ± {se:.2g}); the ELBO reported is computed once more at the end, on all the data"]
     spread = float(recent.std(ddof=1)) if len(recent) > 1 else 0.0  # one estimate's standard error, about
