@@ -46,7 +46,7 @@ class Model:
         analysis = self.analyze(dataset, methods)
         report = analysis.to_json(self.checked, self.graph(dataset))
         report["schedule"] = schedule_report(self.checked, analysis.scopes,
-                                             parse_schedule(schedule) if schedule else None)
+                                             parse_schedule(schedule) if schedule else None, analysis.chains)
         return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
@@ -122,7 +122,8 @@ def _stream(model, data, spec, na):
     if not isinstance(data, (str, Path)):
         raise OptionError("E326", "--stream reads a CSV or Parquet file, not data in memory")
     latent = [n for n, v in model.variables.items() if v.kind == "latent"]
-    plan = plan_for(model, analyze(model).scopes, latent, spec.span)
+    analysis = analyze(model)
+    plan = plan_for(model, analysis.scopes, latent, spec.span, analysis.chains)
     return GroupedSource.open(model, data, plan.group_column, na=na)
 
 

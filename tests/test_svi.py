@@ -276,3 +276,26 @@ def test_stream_needs_a_stochastic_schedule_and_a_file(data, schedule, code):
     with pytest.raises(OptionError) as info:
         ppl.load("models/gmm.vim").infer(data, stream=True, schedule=schedule)
     assert info.value.code == code
+
+
+# ---- sequences: a chain per group (tests/test_hmm.py covers the batch chain and FFBS itself)
+
+CASINO_BATCH = -2655.672782  # batch VMP on models/casino (docs/tutorials/casino.md)
+
+
+@pytest.mark.parametrize("schedule, within", [("svi(batch=4)", 0.005),
+                                               ("ssmf_a(batch=4, estep=gibbs, inner=20)", 0.005)])
+def test_hmm_sessions_are_the_groups_of_a_stochastic_schedule(schedule, within):
+    """models/casino: twelve sessions, one chain each; a step takes whole sessions (forward–
+    backward in the mean-field E-step, whole paths drawn by FFBS in the Gibbs E-step)."""
+    model = ppl.load("models/casino.vim")
+    report = model.check_report("models/casino.csv", schedule=schedule)
+    assert report["schedule"]["group_plate"] == "S" and report["schedule"]["group_column"] == "session"
+    post = model.infer("models/casino.csv", seed=0, schedule=schedule)
+    assert post.elbo == pytest.approx(CASINO_BATCH, rel=within)
+
+
+def test_one_chain_over_all_rows_is_not_cut_into_minibatches():
+    with pytest.raises(ModelError) as info:
+        ppl.load("models/hmm.vim").infer("models/hmm.csv", seed=0, schedule="svi(batch=4)")
+    assert info.value.code == "E500" and "@sequences" in str(info.value)

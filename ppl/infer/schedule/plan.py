@@ -30,10 +30,11 @@ class Plan:
                 f"locals {', '.join(self.locals) or 'none'}")
 
 
-def plan_for(model, scopes: dict, latent: list, span=None) -> Plan:
+def plan_for(model, scopes: dict, latent: list, span=None, chains=()) -> Plan:
     """The plan of `model` whose latent variables (ordered as the engine updates them) are
     `latent`, with their `scopes` (`Problem.scopes`); a located error when its local variables
-    sit on two different group plates."""
+    sit on two different group plates. A chain over several sequences (`@sequences(by=seq)`,
+    the analyzer's `chains`) makes its sequences the groups: a step never cuts a chain."""
     rows = next((n for n, s in model.sizes.items() if s.origin == "rows"), None)
     if rows is None:
         raise Unsupported("a schedule needs data rows to group: this model reads no data column", span)
@@ -41,6 +42,12 @@ def plan_for(model, scopes: dict, latent: list, span=None) -> Plan:
     globals_ = tuple(n for n in latent if n not in local)
     groups = {d for n in local for d in _plates(model, n)
               if d != rows and model.sizes.get(d) is not None and model.sizes[d].origin == "levels"}
+    whole = [c.variable for c in chains if c.variable in local and not getattr(c, "sequences", None)]
+    if whole:
+        raise Unsupported(f"`{whole[0]}` is one chain over all the rows: a minibatch of rows would cut it; "
+                          "give it several sequences (`@sequences(by=seq)`) to visit them by groups", span)
+    groups |= {model.variables[c.sequences].levels for c in chains
+               if getattr(c, "sequences", None) and c.variable in local}
     if len(groups) > 1:
         raise Unsupported(f"the local variables sit on two group plates ({', '.join(sorted(groups))}); a "
                           "schedule visits one", span)
@@ -55,7 +62,7 @@ def _plates(model, name: str) -> tuple:
     return model.variables[name.strip("()").split(",")[0].strip()].plates
 
 
-def schedule_report(model, scopes: dict, spec) -> dict:
+def schedule_report(model, scopes: dict, spec, chains=()) -> dict:
     """What `ppl check` says of the schedule: its description, and the plan it would run on."""
     from ppl.lang.schedule import ScheduleSpec
     spec = spec or model.schedule or ScheduleSpec()
@@ -63,7 +70,7 @@ def schedule_report(model, scopes: dict, spec) -> dict:
     report = {"name": spec.name, "description": spec.describe(), "estep": spec.estep,
               "mstep": spec.name.replace("_", "-")}
     try:
-        plan = plan_for(model, scopes, latent, spec.span)
+        plan = plan_for(model, scopes, latent, spec.span, chains)
     except Unsupported as exc:
         if spec.stochastic:
             raise

@@ -58,7 +58,7 @@ class SVI:
         # form, which initialise different numbers of locals, visit the same groups
         batch_rng, rng = rng.spawn(2)
         self.problem, self.rng, self.spec = problem, rng, problem.schedule
-        self.plan = plan_for(problem.model, problem.scopes, problem.latent, self.spec.span)
+        self.plan = plan_for(problem.model, problem.scopes, problem.latent, self.spec.span, problem.analysis.chains)
         self.streamed = source is not None
         self.groups = source or GroupedSource.from_dataset(problem.model, problem.dataset, self.plan.group_column)
         self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
