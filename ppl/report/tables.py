@@ -48,7 +48,7 @@ def check_report(report: dict, title: str) -> str:
     for block in report.get("blocks", []):
         parts.extend(["", f"local block: {', '.join(block['variables'])} — {block['reason']}"])
     schedule = report.get("schedule")
-    if schedule:
+    if schedule and (schedule["name"] != "batch" or schedule.get("locals")):  # a model with groups to visit
         parts.extend(["", f"schedule: {schedule['description']}",
                       f"  {schedule['plan']}; E-step {schedule['estep']}, M-step {schedule['mstep']}"])
     parts.extend(["", *(f"note: {note}" for note in report["notes"])] if report.get("notes") else [])
