@@ -42,7 +42,7 @@ class Model:
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
-              progress=None):
+              progress=None, mean_tol: float = 1e-5, accelerate: bool | None = None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -54,7 +54,11 @@ class Model:
         max_iter : int, default=500
             Sweeps at most.
         tol : float, default=1e-6
-            Stop when the relative change of the ELBO over a sweep is below `tol`.
+            Deterministic rules stop when the ELBO is estimated to be within `tol` nats of its
+            fixed point (the last increase over a sweep, divided by one minus the rate at which
+            increases shrink) and `mean_tol` holds too. Stochastic rules stop when the mean ELBO of
+            the last 10 sweeps differs from that of the 10 before by less than `tol` nats or than
+            its standard error. Absolute, in nats (not relative to |ELBO|, not per data point).
         set : dict, optional
             Constants to override (as ``--set`` does).
         restarts : int, default=1
@@ -63,6 +67,13 @@ class Model:
             Rule per factor, as ``--method`` does (``{"y": "cvi"}``).
         time_limit : float, optional
             Seconds after which the run stops (reported as not converged).
+        mean_tol : float, default=1e-5
+            Deterministic rules also need every posterior mean to have moved by less than
+            `mean_tol` posterior standard deviations in the last sweep.
+        accelerate : bool, optional
+            SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
+            fall. Default: on when every rule is `vmp`; True turns it on for other deterministic
+            rules (ncvmp, the bounds), False off.
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
@@ -70,7 +81,8 @@ class Model:
         dataset = model.bind(data)
         analysis = model.analyze(dataset, methods)
         problem = build_problem(model.checked, dataset, analysis)
-        options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit)
+        options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
+                          mean_tol=mean_tol, accelerate=accelerate)
         return build_posterior(problem, run(problem, options, progress), analysis)
 
     def __repr__(self) -> str:

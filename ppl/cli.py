@@ -54,7 +54,16 @@ def parser() -> argparse.ArgumentParser:
     common(infer)
     infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
-    infer.add_argument("--tol", type=float, default=1e-6, help="relative ELBO change to stop at (default 1e-6)")
+    infer.add_argument("--tol", type=float, default=1e-6,
+                       help="stop within TOL nats of the fixed point: the last ELBO increase over one minus its "
+                            "rate of decrease (stochastic rules: change of the 10-sweep mean ELBO, or its "
+                            "standard error); absolute, not relative to |ELBO| (default 1e-6)")
+    infer.add_argument("--mean-tol", type=float, default=1e-5,
+                       help="and every posterior mean moved less than this many posterior sds in the last "
+                            "sweep (default 1e-5)")
+    infer.add_argument("--accelerate", action=argparse.BooleanOptionalAction, default=None,
+                       help="SQUAREM steps on the natural parameters, kept only if the ELBO does not fall "
+                            "(default: on when every rule is vmp)")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE", help="write results to FILE.json or FILE.csv")
@@ -125,7 +134,7 @@ def _infer(args, constants) -> int:
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                             restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
-                            progress=progress)
+                            progress=progress, mean_tol=args.mean_tol, accelerate=args.accelerate)
     if progress is not None:
         progress.close()
     if args.output:

@@ -130,6 +130,7 @@ class Posterior:
     notes: list = field(default_factory=list)  # what the run changed on its own (damping)
     joint: list = field(default_factory=list)  # JointDraws of @joint groups
     trace_se: list = field(default_factory=list)  # standard errors of estimated trace entries (0: exact)
+    convergence: object = None  # ppl.infer.convergence.Convergence: how close to the fixed point
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -201,6 +202,7 @@ class Posterior:
                 entry["levels"] = self.levels[name]
             variables[name] = entry
         return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
+                "convergence": self.convergence.to_json() if self.convergence is not None else None,
                 "levels": {name: list(labels) for name, labels in self.levels.items()},
                 "seconds": self.seconds, "trace": list(self.trace), "trace_se": list(self.trace_se),
                 "elbo_terms": self.elbo_terms,
@@ -270,7 +272,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
-                     joint, run.trace_se)
+                     joint, run.trace_se, run.convergence)
 
 
 def _split_group(problem, state, group) -> dict:

@@ -17,6 +17,8 @@ def infer_report(posterior, title: str) -> str:
     lines = [title,
              f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
              f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}"]
+    if posterior.convergence is not None:
+        lines.append(f"stopped at: {posterior.convergence.describe()}")
     lines += [f"note: {n}" for n in posterior.notes] + [""]
     table = posterior.summary_rows(ROWS_PER_VARIABLE)
     rows = []
