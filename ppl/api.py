@@ -56,9 +56,9 @@ class Model:
         tol : float, default=1e-6
             Deterministic rules stop when the ELBO is estimated to be within `tol` nats of its
             fixed point (the last increase over a sweep, divided by one minus the rate at which
-            increases shrink) and `mean_tol` holds too. Stochastic rules stop when the mean ELBO of
-            the last 10 sweeps differs from that of the 10 before by less than `tol` nats or than
-            its standard error. Absolute, in nats (not relative to |ELBO|, not per data point).
+            increases shrink) and `mean_tol` holds too: absolute, in nats (not relative to
+            |ELBO|, not per data point). Stochastic rules stop when the mean ELBO of the last 10
+            sweeps differs from that of the 10 before by less than `tol` times |ELBO|.
         set : dict, optional
             Constants to override (as ``--set`` does).
         restarts : int, default=1

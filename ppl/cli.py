@@ -56,8 +56,8 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
     infer.add_argument("--tol", type=float, default=1e-6,
                        help="stop within TOL nats of the fixed point: the last ELBO increase over one minus its "
-                            "rate of decrease (stochastic rules: change of the 10-sweep mean ELBO, or its "
-                            "standard error); absolute, not relative to |ELBO| (default 1e-6)")
+                            "rate of decrease, absolute, not relative to |ELBO| (stochastic rules: change of "
+                            "the 10-sweep mean ELBO below TOL times |ELBO|) (default 1e-6)")
     infer.add_argument("--mean-tol", type=float, default=1e-5,
                        help="and every posterior mean moved less than this many posterior sds in the last "
                             "sweep (default 1e-5)")

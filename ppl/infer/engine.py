@@ -102,8 +102,8 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state.rng = rng
     trace, trace_se, converged, notes, shrink = [], [], False, list(problem.notes), {}
     elbo = problem.elbo(state)
-    monitor = Monitor(problem, options.tol, options.mean_tol)
     accel = accelerator(problem, options.accelerate) if options.damping == 1.0 else None
+    monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
         if accel is not None:
