@@ -54,8 +54,9 @@ class Convergence:
             return (f"change of the {SMOOTHING}-sweep mean ELBO {self.elbo_change:.2g}; standard error of "
                     f"that mean {self.se:.2g}")
         moved = f" (`{self.mean_variable}`)" if self.mean_variable else ""
-        return (f"ELBO change {self.elbo_change:.2g}, est. {self.elbo_gap:.2g} nats from the fixed point; "
-                f"largest mean change {self.mean_change:.2g} sd{moved}")
+        gap = (f"est. {self.elbo_gap:.2g} nats from the fixed point" if np.isfinite(self.elbo_gap)
+               else "the objective fell in the last sweep")
+        return f"ELBO change {self.elbo_change:.2g}, {gap}; largest mean change {self.mean_change:.2g} sd{moved}"
 
 
 class Monitor:
@@ -67,11 +68,20 @@ class Monitor:
         self.stochastic = problem.stochastic
         self.report = Convergence("smoothed trace" if self.stochastic else "fixed point")
         self.previous: dict = {}
+        self.last_pair: tuple = ({}, {})  # naturals before and after the last sweep
+
+    def finish(self) -> Convergence:
+        """The report, with the mean change of the last sweep measured even when the ELBO test
+        never passed (a run stopped by max_iter or time_limit)."""
+        if not self.stochastic and np.isnan(self.report.mean_change) and self.last_pair[0]:
+            self.report.mean_change, self.report.mean_variable = mean_change(self.problem, *self.last_pair)
+        return self.report
 
     def done(self, trace: list, state, informative: bool = True) -> bool:
         """True when the run is at its fixed point (or its trace is flat within noise).
         `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation)."""
         previous, self.previous = self.previous, dict(state.natural)
+        self.last_pair = (previous, self.previous)
         if self.stochastic:
             return self._smoothed(trace)
         if not informative or len(trace) < 2 or not previous:
@@ -82,7 +92,7 @@ class Monitor:
                   if a > 0 and 0 <= b < a * self.largest_ratio]
         rho = min(max(ratios, default=0.0), RATIO_CAP)
         self.report.elbo_change = float(d)
-        self.report.elbo_gap = float(abs(d) * rho / (1 - rho))
+        self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
         if not (abs(d) / (1 - rho) <= self.tol and len(increments) > 1):
             return False
         change, variable = mean_change(self.problem, previous, state.natural)

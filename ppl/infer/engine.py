@@ -139,7 +139,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
-               warnings=notes, elbo=exact, trace_se=trace_se, convergence=monitor.report)
+               warnings=notes, elbo=exact, trace_se=trace_se, convergence=monitor.finish())
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
