@@ -72,8 +72,8 @@ class Model:
             `mean_tol` posterior standard deviations in the last sweep.
         accelerate : bool, optional
             SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
-            fall. Default: on when every rule is `vmp`; True turns it on for other deterministic
-            rules (ncvmp, the bounds), False off.
+            fall. Default: on when every rule is `vmp`; True turns it on for the other
+            deterministic rules (ncvmp, the bounds, laplace, delta), False off.
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior

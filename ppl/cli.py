@@ -63,7 +63,7 @@ def parser() -> argparse.ArgumentParser:
                             "sweep (default 1e-5)")
     infer.add_argument("--accelerate", action=argparse.BooleanOptionalAction, default=None,
                        help="SQUAREM steps on the natural parameters, kept only if the ELBO does not fall "
-                            "(default: on when every rule is vmp)")
+                            "(default: on when every rule is vmp; --accelerate for other deterministic rules)")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE", help="write results to FILE.json or FILE.csv")

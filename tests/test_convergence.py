@@ -64,6 +64,14 @@ def test_accelerated_vmp_never_decreases_and_reaches_the_plain_fixed_point_soone
     assert fast.iterations < plain.iterations
 
 
+@pytest.mark.parametrize("name", ["poisson_regression", "hierarchical_logistic"])
+def test_accelerated_ncvmp_reaches_the_plain_fixed_point_sooner(name):
+    fast, plain = fit(name, accelerate=True), fit(name)
+    assert fast.converged and plain.converged
+    assert abs(fast.elbo - plain.elbo) < 1e-6 and max_z(fast, plain) < 1e-3
+    assert fast.iterations < plain.iterations
+
+
 def test_extrapolation_stays_in_the_parameter_space():
     """A Gamma rate falling ever faster (1, 0.5, 0.1): the full SQUAREM step (α = −5) would
     make it negative; α is halved towards −1 (the plain point) until λ is valid."""

@@ -87,10 +87,9 @@ class Squarem:
 
 def accelerator(problem, requested: bool | None):
     """The accelerator for this run: SQUAREM by default when every rule is closed-form VMP (the
-    safeguard then rests on an ascent guarantee), on request for other deterministic rules, never
-    for stochastic ones (their ELBO differences are noise)."""
-    if problem.stochastic or requested is False:
+    safeguard then rests on an ascent guarantee), on request for other deterministic rules (it
+    keeps a step only if the objective rose), never for stochastic rules (their ELBO
+    differences are noise)."""
+    if problem.stochastic or requested is False or (requested is None and not problem.pure_vmp):
         return None
-    if requested or problem.pure_vmp:
-        return Squarem(problem)
-    return None
+    return Squarem(problem)
