@@ -25,10 +25,14 @@ TIGHT = {"tol": 1e-12, "mean_tol": 1e-9, "max_iter": 3000, "accelerate": False}
 
 # one model per family of deterministic rules: conjugate VMP (a hierarchy, a mixture, a
 # regression with ARD, discrete latent classes), NC-VMP GLMs (hierarchical logistic, Poisson,
-# ordinal), a bounded-GLM run and a Gaussian process
+# ordinal), a bounded-GLM run, a Gaussian process, a Gaussian chain, a stick-breaking softmax
+# and a bilinear factor model
 DETERMINISTIC = [("eight_schools", {}), ("gmm", {}), ("linear_regression_ard", {}), ("latent_class", {}),
                  ("hierarchical_logistic", {}), ("poisson_regression", {}), ("ordinal_regression", {}),
-                 ("logistic_regression", {"methods": {"y": "jaakkola"}}), ("gp_classification", {})]
+                 ("logistic_regression", {"methods": {"y": "jaakkola"}}), ("gp_classification", {}),
+                 ("kalman_bernoulli", {"methods": {"y[t]": "ncvmp"}}),
+                 ("multinomial_logistic", {"methods": {"y": "bound:stick"}}),
+                 ("binary_fa", {"methods": {"y": "jaakkola"}})]
 
 
 def fit(name, **options):
@@ -48,7 +52,8 @@ def test_default_run_lands_within_1e_6_nats_of_the_fixed_point(name, options):
     default, tight = fit(name, **options), fit(name, **options, **TIGHT)
     assert default.converged
     assert tight.elbo - default.elbo < 1e-6
-    assert max_z(default, tight) < 1e-3
+    if name != "binary_fa":  # factors identified only up to rotation: SQUAREM may end elsewhere on the ridge
+        assert max_z(default, tight) < 1e-3
     assert default.convergence.rule == "fixed point" and default.convergence.mean_change <= 1e-5
 
 
