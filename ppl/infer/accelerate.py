@@ -28,7 +28,7 @@ class Squarem:
     def __init__(self, problem):
         self.problem = problem
         self.history: list = []  # naturals of the plain sweeps of the current cycle
-        self.fallback = None  # (naturals of λ2, L(λ2)) while an extrapolated sweep runs
+        self.fallback = None  # (naturals of λ2, L(λ2), λ2 as solved GaussianSums) during an extrapolated sweep
         self.step_max = 1.0
         self.accepted = self.rejected = 0
         self._elbo = -np.inf
@@ -42,18 +42,18 @@ class Squarem:
         if proposal is None:
             self.history = [x2]
             return
-        self.fallback = (x2, self._elbo)
+        self.fallback = (x2, self._elbo, dict(state.factored))
         for name, nat in proposal.items():
             state.set(name, nat)
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
         """(ELBO to record, whether the sweep is a new point); reverts a step that lowered L."""
         if self.fallback is not None:
-            saved, before = self.fallback
+            saved, before, factored = self.fallback
             self.fallback = None
             if elbo < before:
                 for name, nat in saved.items():
-                    state.set(name, nat)
+                    state.set(name, nat, factored=factored.get(name))
                 self.rejected += 1
                 self.step_max = 1.0
                 self.history = [saved]
