@@ -52,7 +52,7 @@ class Model:
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
               progress=None, record_terms: bool = False, schedule: str | None = None, na=None,
-              stream: bool = False):
+              stream: bool = False, mean_tol: float = 1e-5, accelerate: bool | None = None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -64,7 +64,11 @@ class Model:
         max_iter : int, default=500
             Sweeps at most.
         tol : float, default=1e-6
-            Stop when the relative change of the ELBO over a sweep is below `tol`.
+            Deterministic rules stop when the ELBO is estimated to be within `tol` nats of its
+            fixed point (the last increase over a sweep, divided by one minus the rate at which
+            increases shrink) and `mean_tol` holds too: absolute, in nats (not relative to
+            |ELBO|, not per data point). Stochastic rules stop when the mean ELBO of the last 10
+            sweeps differs from that of the 10 before by less than `tol` times |ELBO|.
         set : dict, optional
             Constants to override (as ``--set`` does).
         restarts : int, default=1
@@ -88,6 +92,13 @@ class Model:
             then holds the global variables only.
         na : str or list of str, optional
             More cell texts that mean "missing" (pandas' defaults, ``NA``, ``nan``, ... always do).
+        mean_tol : float, default=1e-5
+            Deterministic rules also need every posterior mean to have moved by less than
+            `mean_tol` posterior standard deviations in the last sweep.
+        accelerate : bool, optional
+            SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
+            fall. Default: on when every rule is `vmp`; True turns it on for the other
+            deterministic rules (ncvmp, the bounds, laplace, delta), False off.
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
@@ -100,7 +111,7 @@ class Model:
             analysis = model.analyze(dataset, methods)
             problem = build_problem(model.checked, dataset, analysis, spec)
             options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
-                              record_terms=record_terms)
+                              record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
             return build_posterior(problem, run(problem, options, progress, source), analysis)
         finally:
             if source is not None:

@@ -57,7 +57,16 @@ def parser() -> argparse.ArgumentParser:
     common(infer)
     infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
-    infer.add_argument("--tol", type=float, default=1e-6, help="relative ELBO change to stop at (default 1e-6)")
+    infer.add_argument("--tol", type=float, default=1e-6,
+                       help="stop within TOL nats of the fixed point: the last ELBO increase over one minus its "
+                            "rate of decrease, absolute, not relative to |ELBO| (stochastic rules: change of "
+                            "the 10-sweep mean ELBO below TOL times |ELBO|) (default 1e-6)")
+    infer.add_argument("--mean-tol", type=float, default=1e-5,
+                       help="and every posterior mean moved less than this many posterior sds in the last "
+                            "sweep (default 1e-5)")
+    infer.add_argument("--accelerate", action=argparse.BooleanOptionalAction, default=None,
+                       help="SQUAREM steps on the natural parameters, kept only if the ELBO does not fall "
+                            "(default: on when every rule is vmp; --accelerate for other deterministic rules)")
     infer.add_argument("--schedule", metavar="SCHEDULE", help="how steps visit the groups of the data, e.g. "
                        "'svi(batch=64)' (overrides the model's `schedule` statement; default batch)")
     infer.add_argument("--stream", action="store_true", help="with a stochastic --schedule: read each step's "
@@ -152,7 +161,7 @@ def _infer(args, constants) -> int:
                                 restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                 progress=progress, record_terms=args.trace_terms,
                                 schedule=args.schedule, na=args.na,
-                                stream=args.stream)
+                                stream=args.stream, mean_tol=args.mean_tol, accelerate=args.accelerate)
     finally:
         if progress is not None:
             progress.close()

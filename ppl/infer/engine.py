@@ -3,8 +3,9 @@
     λ_v ← (1 − β) λ_v + β · Σ_{f ∋ v} m_{f→v}      (β = 1 for VMP),
 
 swept in a fixed order (global variables in dependency order, then local ones), with the exact
-ELBO after every sweep, convergence on its relative change, restarts keeping the best bound,
-and a replay that names the update behind any decrease (the VI chapter's debugging check).
+ELBO after every sweep, a stop at the fixed point (ppl.infer.convergence), SQUAREM steps where
+coordinate ascent crawls (ppl.infer.accelerate), restarts keeping the best bound, and a replay
+that names the update behind any decrease (the VI chapter's debugging check).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ppl.infer.access import Unsupported
+from ppl.infer.accelerate import accelerator
 from ppl.infer.build import Problem, build_problem
+from ppl.infer.convergence import Convergence, Monitor
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.steps import batch_sweep
 from ppl.infer.update import update as _update
@@ -39,12 +42,14 @@ class Options:
     """Settings of one inference run (immutable; validated in `validate`)."""
 
     max_iter: int = 500
-    tol: float = 1e-6
+    tol: float = 1e-6  # nats from the fixed point (ppl.infer.convergence)
+    mean_tol: float = 1e-5  # largest change of a posterior mean per sweep, in posterior sds
     seed: int | None = None
     restarts: int = 1
     time_limit: float | None = None
     damping: float = 1.0
     record_terms: bool = False  # keep every factor's ELBO term after every sweep (for plots)
+    accelerate: bool | None = None  # SQUAREM; None: on for pure-VMP models
 
     def validate(self) -> "Options":
         from ppl.diagnostics import OptionError
@@ -52,6 +57,8 @@ class Options:
             raise OptionError("E310", f"max_iter must be a positive integer, got {self.max_iter!r}")
         if not (self.tol > 0):
             raise OptionError("E311", f"tol must be positive, got {self.tol!r}")
+        if not (self.mean_tol > 0):
+            raise OptionError("E314", f"mean_tol must be positive, got {self.mean_tol!r}")
         if not (isinstance(self.restarts, (int, np.integer)) and self.restarts >= 1):
             raise OptionError("E312", f"restarts must be a positive integer, got {self.restarts!r}")
         if not (0 < self.damping <= 1):
@@ -74,6 +81,7 @@ class Run:
     elbo: float = np.nan  # exact at the end of the run (the trace may hold minibatch estimates)
     trace_se: list = field(default_factory=list)  # standard error of each trace entry (0: exact)
     term_trace: list = field(default_factory=list)  # {term: value} after each sweep, when recorded
+    convergence: Convergence | None = None  # how close to the fixed point the run stopped
 
 
 def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
@@ -97,21 +105,27 @@ def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
     return best
 
 
-SMOOTHING = 10  # sweeps averaged for the convergence test when gradients are stochastic
-
-
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
     elbo = problem.elbo(state)
+    accel = accelerator(problem, options.accelerate) if options.damping == 1.0 else None
+    monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
+        if accel is not None:
+            accel.before_sweep(state)
         snapshot = state.copy() if problem.pure_vmp else None
         batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
-        if not np.isfinite(new):
+        if not np.isfinite(new) and accel is not None and accel.fallback is not None:
+            new = -np.inf  # an extrapolated step gone wrong: after_sweep reverts it
+        elif not np.isfinite(new):
             raise Unsupported("the ELBO is not finite: the model or data give a degenerate posterior")
+        informative = True
+        if accel is not None:
+            new, informative = accel.after_sweep(state, new)
         fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
         if fell and problem.pure_vmp and options.damping == 1.0:
             _explain_decrease(problem, snapshot, elbo, options.damping)
@@ -123,12 +137,8 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
             terms.append(problem.elbo_terms(state))
         if progress is not None:
             progress(iteration, new)
-        if problem.stochastic:  # compare averages of the last sweeps: single ELBOs are noisy
-            change = _smoothed_change(trace)
-        else:
-            change = abs(new - elbo) / max(abs(new), 1e-12)
         elbo = new
-        if iteration > 1 and change < options.tol:
+        if monitor.done(trace, state, informative):
             converged = True
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
@@ -138,7 +148,8 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
-               warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms)
+               warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
+               convergence=monitor.finish())
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
@@ -153,14 +164,6 @@ def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
             f"is now {shrink[damped[0]]:g}")
     warnings.warn(note, DampingWarning, stacklevel=3)
     return [note]
-
-
-def _smoothed_change(trace: list) -> float:
-    if len(trace) < 2 * SMOOTHING:
-        return np.inf
-    recent = np.mean(trace[-SMOOTHING:])
-    before = np.mean(trace[-2 * SMOOTHING:-SMOOTHING])
-    return abs(recent - before) / max(abs(recent), 1e-12)
 
 
 def _explain_decrease(problem: Problem, snapshot, before: float, damping: float) -> None:

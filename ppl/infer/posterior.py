@@ -47,6 +47,7 @@ class Posterior:
     priors: dict = field(default_factory=dict)  # variable -> natural parameters of its own `~` statement
     observed: tuple = ()  # data the `~` statements observe (the rest are covariates)
     dataset: object = field(default=None, compare=False)  # the bound data (not saved)
+    convergence: object = None  # ppl.infer.convergence.Convergence: how close to the fixed point
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -170,6 +171,7 @@ class Posterior:
                 entry["levels"] = self.levels[name]
             variables[name] = entry
         return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
+                "convergence": self.convergence.to_json() if self.convergence is not None else None,
                 "levels": {name: list(labels) for name, labels in self.levels.items()},
                 "seconds": self.seconds, "trace": list(self.trace), "trace_se": list(self.trace_se),
                 "elbo_terms": self.elbo_terms,
@@ -226,7 +228,8 @@ def build_posterior(problem, run, analysis) -> Posterior:
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
                      list(problem.dataset.notes) + list(run.warnings),
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
-                     origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset)
+                     origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
+                     run.convergence)
 
 
 def assemble(order: list, q: dict, joint: list) -> dict:

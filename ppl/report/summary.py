@@ -20,6 +20,8 @@ def infer_report(posterior, title: str | None = None, vars=None) -> str:  # noqa
     lines = [title] if title else []
     lines += [f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
               f"{posterior.seconds:.2f} s; rules: {', '.join(rules)}"]
+    if posterior.convergence is not None:
+        lines.append(f"stopped at: {posterior.convergence.describe()}")
     lines += [f"note: {n}" for n in posterior.notes] + [""]
     table = posterior.summary_rows(vars, ROWS_PER_VARIABLE)
     rows = []

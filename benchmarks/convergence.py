@@ -1,0 +1,127 @@
+"""Convergence benchmark: how close to its fixed point, and how fast, each stopping rule lands.
+
+For every model, all from the same seed and start:
+
+    old default   the relative rule that was the default before (stop when |ΔL| / |L| < 1e-6),
+                  replayed exactly: the plain trajectory stopped at the sweep where that rule fired
+    new, plain    the fixed-point rule (tol 1e-6 nats, mean_tol 1e-5 sd) without acceleration
+    new default   the fixed-point rule with the default accelerator (SQUAREM for pure-VMP models,
+                  none otherwise) — what `ppl infer` runs
+    + accelerate  the fixed-point rule with SQUAREM requested (models with non-VMP rules)
+    tight         tol 1e-12 nats, mean_tol 1e-9 sd, plain: the reference fixed point
+
+Columns: sweeps, wall seconds of the run (best of --repeat, one BLAS thread), the ELBO still
+below the tight fixed point (nats), and the largest difference of a posterior mean from the tight
+run in posterior sds (sd floored at 1e-6 (1 + |mean|), as in the stopping rule). Timings are noisy on a shared machine (the scripts ran beside other jobs).
+
+    python3 benchmarks/convergence.py             # print and write docs/benchmarks.md
+    python3 benchmarks/convergence.py --no-write
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._report import machine, write_section  # noqa: E402
+import numpy as np  # noqa: E402
+
+import ppl  # noqa: E402
+
+SECTION = "## Convergence: the fixed-point rule and SQUAREM"
+DOC = ROOT / "docs" / "benchmarks.md"
+MODELS = ("eight_schools", "latent_class", "gmm", "lda", "hierarchical_logistic", "poisson_regression")
+OLD_TOL = 1e-6
+TIGHT = {"tol": 1e-12, "mean_tol": 1e-9, "max_iter": 5000, "accelerate": False}
+UNBOUNDED = {"tol": 1e-300, "mean_tol": 1e-300}
+
+
+def old_stop(trace: list) -> int:
+    """The sweep at which the old rule (relative ELBO change < 1e-6, from the second sweep) stopped."""
+    for t in range(1, len(trace)):
+        if abs(trace[t] - trace[t - 1]) / max(abs(trace[t]), 1e-12) < OLD_TOL:
+            return t + 1
+    return len(trace)
+
+
+def timed(model, data, repeat: int, **options):
+    best, posterior = np.inf, None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        posterior = model.infer(data, seed=1, **options)
+        best = min(best, time.perf_counter() - start)
+    return posterior, best
+
+
+def distance(posterior, reference) -> float:
+    """Largest |mean − reference mean| / reference sd over every reported variable."""
+    worst = 0.0
+    for name in reference.marginals:
+        m, r, s = (np.asarray(x, dtype=float) for x in (posterior[name].mean, reference[name].mean, reference[name].sd))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            worst = max(worst, float(np.nanmax(np.abs(m - r) / np.maximum(s, 1e-6 * (1 + np.abs(r))), initial=0.0)))
+    return worst
+
+
+def rows_for(name: str, repeat: int) -> list:
+    model = ppl.load(ROOT / "models" / f"{name}.vim")
+    data = str(ROOT / "models" / f"{name}.csv")
+    tight, t_tight = timed(model, data, 1, **TIGHT)
+    sweeps = old_stop(tight.trace)
+    runs = [("old default", dict(max_iter=sweeps, accelerate=False, **UNBOUNDED)),
+            ("new, plain", dict(accelerate=False)), ("new default", {})]
+    if not all(t.rule == "vmp" for t in tight.tags):
+        runs.append(("+ accelerate", dict(accelerate=True)))
+    rows = []
+    for label, options in runs:
+        posterior, seconds = timed(model, data, repeat, **options)
+        rows.append([name, label, posterior.iterations, seconds, tight.elbo - posterior.elbo,
+                     distance(posterior, tight)])
+    rows.append([name, "tight", tight.iterations, t_tight, 0.0, 0.0])
+    return rows
+
+
+def render(rows: list) -> str:
+    head = "| model | run | sweeps | wall s | ELBO below tight (nats) | max mean diff (sd) |\n|---|---|---:|---:|---:|---:|\n"
+    body = "".join(f"| {m} | {r} | {s} | {w:.3f} | {g:.1e} | {d:.1e} |\n" for m, r, s, w, g, d in rows)
+    return (f"{SECTION}\n\n`python3 benchmarks/convergence.py` on {machine()}, one BLAS thread, seed 1, best of "
+            f"the repeats. Timings are noisy: the machine was shared with other jobs.\n\n{head}{body}\n{READING}")
+
+
+READING = """"old default" is the relative rule (|ΔL|/|L| < 1e-6) replayed on the plain trajectory; "new,
+plain" and "new default" stop at the fixed point (docs/rules/vmp.md#convergence), without and
+with SQUAREM; "+ accelerate" asks for SQUAREM where it is not the default (NC-VMP models). The
+new default lands within 1e-6 nats of the tight run everywhere; the old one stopped up to 13 nats
+(lda, mid-way through a late move of its topics) and 0.01 nats (latent_class) short. SQUAREM
+cuts the sweeps of the plain fixed-point rule by 1.6x (gmm) to 3.8x (latent_class). Wall time
+against the old default: lower on eight_schools and gmm; higher where the old rule stopped short
+of the fixed point: latent_class (about 1.5-2x; the old rule stopped 0.01 nats short), lda (2x;
+13 nats short) and the two NC-VMP models, where SQUAREM is not the default (2x; 2e-5 to 5e-5
+nats short); with `--accelerate` poisson_regression takes about the old default's time.
+"""
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", default=list(MODELS))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    rows = [row for name in args.models for row in rows_for(name, args.repeat)]
+    text = render(rows)
+    print(text)
+    if not args.no_write:
+        write_section(text, SECTION, DOC)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

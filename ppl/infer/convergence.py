@@ -1,0 +1,138 @@
+"""When a run stops: at the fixed point for deterministic rules, on the smoothed trace for
+stochastic ones.
+
+Deterministic rules (vmp, ncvmp, the bounds, laplace, delta) stop when both hold:
+
+1. **the ELBO is within `tol` nats of its fixed point**, estimated from the last increments
+   d_t = L_t − L_{t−1}: near a fixed point coordinate ascent converges linearly, d_{t+1} ≈ ρ d_t,
+   so the bound still to gain is Σ_{k>t} d_k ≈ d_t ρ/(1 − ρ) and the test is d_t/(1 − ρ) ≤ tol
+   (ρ the largest of the last three ratios d_t/d_{t−1}, capped below 1; under SQUAREM a ratio
+   above 1 is the jump of an extrapolated sweep, not a rate, and is left out). The tolerance is in
+   nats, not relative to |L| and not per data point: an ELBO difference is a log evidence ratio
+   whatever the size of the data, and a user comparing models needs it to a fixed number of nats.
+   No floor for round-off: at a fixed point L jitters by at most 2e-15 |L| (measured on models/,
+   docs/rules/vmp.md#convergence), far below 1e-6 nats up to |L| ≈ 10⁸; a smaller `tol` (the
+   `tol=1e-300` idiom) runs to `max_iter` unless the ELBO stops changing exactly.
+2. **no posterior mean moves**: the largest |Δ E[x]| / sd[x] over every element of every latent
+   variable in the last sweep is below `mean_tol` (a mean can still creep along a flat ridge of
+   the ELBO after the bound has stopped moving).
+
+Stochastic rules (Monte Carlo gradients, minibatches) compare the means of the last two windows
+of `SMOOTHING` sweeps and stop when their difference is below `tol` relative to |L| (an absolute
+`tol` in nats would sit far below the Monte Carlo noise, and the noise grows with the data); the
+report gives that difference and the standard error of the recent window's mean, so the reader
+sees how far from a fixed point the noise leaves the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SMOOTHING = 10  # sweeps per window of the smoothed trace
+RATIO_CAP = 0.999  # a contraction ratio above this is treated as this (gap ≤ 1000 increments)
+RATIOS = 3  # increments whose ratios bound the contraction rate
+
+
+@dataclass
+class Convergence:
+    """How close a run ended to its fixed point; what `ppl infer` prints and the JSON holds."""
+
+    rule: str  # "fixed point" or "smoothed trace"
+    elbo_change: float = np.nan  # last ELBO change per sweep (or between windows), nats
+    elbo_gap: float = np.nan  # estimated ELBO still to gain (fixed point), nats
+    mean_change: float = np.nan  # largest |Δ mean| / sd in the last sweep
+    mean_variable: str = ""  # the variable that moved most
+    se: float = np.nan  # standard error of the smoothed ELBO (stochastic rules)
+
+    def to_json(self) -> dict:
+        return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in vars(self).items()}
+
+    def describe(self) -> str:
+        if self.rule == "smoothed trace":
+            return (f"change of the {SMOOTHING}-sweep mean ELBO {self.elbo_change:.2g}; standard error of "
+                    f"that mean {self.se:.2g}")
+        moved = f" (`{self.mean_variable}`)" if self.mean_variable else ""
+        gap = (f"est. {self.elbo_gap:.2g} nats from the fixed point" if np.isfinite(self.elbo_gap)
+               else "the objective fell in the last sweep")
+        return f"ELBO change {self.elbo_change:.2g}, {gap}; largest mean change {self.mean_change:.2g} sd{moved}"
+
+
+class Monitor:
+    """Watches a run sweep by sweep and says when to stop (`done`), keeping a `Convergence`."""
+
+    def __init__(self, problem, tol: float, mean_tol: float, accelerated: bool = False):
+        self.problem, self.tol, self.mean_tol = problem, tol, mean_tol
+        self.largest_ratio = 1.0 if accelerated else np.inf
+        self.stochastic = problem.stochastic
+        self.report = Convergence("smoothed trace" if self.stochastic else "fixed point")
+        self.previous: dict = {}
+        self.last_pair: tuple = ({}, {})  # naturals before and after the last sweep
+
+    def finish(self) -> Convergence:
+        """The report, with the mean change of the last sweep measured even when the ELBO test
+        never passed (a run stopped by max_iter or time_limit)."""
+        if not self.stochastic and np.isnan(self.report.mean_change) and self.last_pair[0]:
+            self.report.mean_change, self.report.mean_variable = mean_change(self.problem, *self.last_pair)
+        return self.report
+
+    def done(self, trace: list, state, informative: bool = True) -> bool:
+        """True when the run is at its fixed point (or its trace is flat within noise).
+        `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation)."""
+        previous, self.previous = self.previous, dict(state.natural)
+        self.last_pair = (previous, self.previous)
+        if self.stochastic:
+            return self._smoothed(trace)
+        if not informative or len(trace) < 2 or not previous:
+            return False
+        increments = np.diff(trace[-RATIOS - 2:])
+        d = increments[-1]
+        ratios = [b / a for a, b in zip(increments[:-1], increments[1:])
+                  if a > 0 and 0 <= b < a * self.largest_ratio]
+        rho = min(max(ratios, default=0.0), RATIO_CAP)
+        self.report.elbo_change = float(d)
+        self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
+        if not (abs(d) / (1 - rho) <= self.tol and len(increments) > 1):
+            return False
+        change, variable = mean_change(self.problem, previous, state.natural)
+        self.report.mean_change, self.report.mean_variable = change, variable
+        return change <= self.mean_tol
+
+    def _smoothed(self, trace: list) -> bool:
+        if len(trace) < 2 * SMOOTHING:
+            return False
+        recent, before = np.asarray(trace[-SMOOTHING:]), np.asarray(trace[-2 * SMOOTHING:-SMOOTHING])
+        change = float(recent.mean() - before.mean())
+        self.report.elbo_change, self.report.se = change, float(np.sqrt(recent.var(ddof=1) / SMOOTHING))
+        return abs(change) < self.tol * max(abs(recent.mean()), 1e-12)
+
+
+def mean_change(problem, before: dict, after: dict) -> tuple[float, str]:
+    """max over variables and elements of |E_after[x] − E_before[x]| / sd_after[x], and the
+    variable where it is reached. sd is floored at 1e-6 (1 + |mean|) so that a probability near
+    0 or 1 (sd → 0) does not dominate."""
+    worst, where = 0.0, ""
+    for name, nat in after.items():
+        old = before.get(name)
+        if old is None or old is nat:
+            continue
+        family = problem.families[name]
+        m1, s1 = location(family, nat)
+        m0, _ = location(family, old)
+        scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
+        with np.errstate(invalid="ignore"):
+            value = float(np.nanmax(np.abs(m1 - m0) / scale, initial=0.0))
+        if value > worst:
+            worst, where = value, name
+    return worst, where
+
+
+def location(family, nat) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, sd) of the Gaussian or scalar part of q: the family's own, or for a Normal–Wishart
+    group the mean of μ with sd (β E[Λ]_ii)^−½."""
+    if hasattr(family, "sd"):
+        return np.asarray(family.mean(nat), dtype=float), np.asarray(family.sd(nat), dtype=float)
+    p = family.params(nat)
+    diagonal = np.diagonal(p["scale"], axis1=-2, axis2=-1) * p["dof"][..., None]
+    return p["mean"], 1 / np.sqrt(p["beta"][..., None] * diagonal)

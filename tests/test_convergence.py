@@ -1,0 +1,163 @@
+"""The fixed-point stopping rule (ppl.infer.convergence) and SQUAREM (ppl.infer.accelerate).
+
+Default runs must land within 1e-6 nats of the fixed point found with a far tighter tolerance,
+one model per family of deterministic rules; the accelerated VMP trace never decreases and
+reaches the plain run's fixed point in fewer sweeps.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ppl
+from ppl import families as fam
+from ppl.cli import main
+from ppl.infer.accelerate import Squarem
+from ppl.infer.convergence import Monitor, mean_change
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+TIGHT = {"tol": 1e-12, "mean_tol": 1e-9, "max_iter": 3000, "accelerate": False}
+
+# one model per family of deterministic rules: conjugate VMP (a hierarchy, a mixture, a
+# regression with ARD, discrete latent classes), NC-VMP GLMs (hierarchical logistic, Poisson,
+# ordinal), a bounded-GLM run, a Gaussian process, a Gaussian chain, a stick-breaking softmax
+# and a bilinear factor model
+DETERMINISTIC = [("eight_schools", {}), ("gmm", {}), ("linear_regression_ard", {}), ("latent_class", {}),
+                 ("hierarchical_logistic", {}), ("poisson_regression", {}), ("ordinal_regression", {}),
+                 ("logistic_regression", {"methods": {"y": "jaakkola"}}), ("gp_classification", {}),
+                 ("kalman_bernoulli", {"methods": {"y[t]": "ncvmp"}}),
+                 ("multinomial_logistic", {"methods": {"y": "bound:stick"}}),
+                 ("binary_fa", {"methods": {"y": "jaakkola"}})]
+
+
+def fit(name, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ppl.load(MODELS / f"{name}.vim").infer(str(MODELS / f"{name}.csv"), seed=1, **options)
+
+
+def max_z(a, b) -> float:
+    """Largest |Δ mean| / sd between two runs (sd floored: a Categorical probability at 0 or 1)."""
+    return max(float(np.max(np.abs(np.asarray(a[v].mean) - np.asarray(b[v].mean)) /
+                            np.maximum(np.asarray(b[v].sd, dtype=float), 1e-6))) for v in b.marginals)
+
+
+@pytest.mark.parametrize("name,options", DETERMINISTIC, ids=[d[0] for d in DETERMINISTIC])
+def test_default_run_lands_within_1e_6_nats_of_the_fixed_point(name, options):
+    default, tight = fit(name, **options), fit(name, **options, **TIGHT)
+    assert default.converged
+    assert tight.elbo - default.elbo < 1e-6
+    if name != "binary_fa":  # factors identified only up to rotation: SQUAREM may end elsewhere on the ridge
+        assert max_z(default, tight) < 1e-3
+    assert default.convergence.rule == "fixed point" and default.convergence.mean_change <= 1e-5
+
+
+@pytest.mark.parametrize("name", ["eight_schools", "gmm", "latent_class", "lda"])
+def test_accelerated_vmp_never_decreases_and_reaches_the_plain_fixed_point_sooner(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an ElboDecreaseWarning would fail the test
+        fast = ppl.load(MODELS / f"{name}.vim").infer(str(MODELS / f"{name}.csv"), seed=1)
+    plain = fit(name, accelerate=False)
+    assert np.all(np.diff(fast.trace) >= -1e-9 * abs(fast.elbo))
+    assert fast.converged and plain.converged
+    assert abs(fast.elbo - plain.elbo) < 1e-6
+    assert fast.iterations < plain.iterations
+
+
+@pytest.mark.parametrize("name", ["poisson_regression", "hierarchical_logistic"])
+def test_accelerated_ncvmp_reaches_the_plain_fixed_point_sooner(name):
+    fast, plain = fit(name, accelerate=True), fit(name)
+    assert fast.converged and plain.converged
+    assert abs(fast.elbo - plain.elbo) < 1e-6 and max_z(fast, plain) < 1e-3
+    assert fast.iterations < plain.iterations
+
+
+def test_extrapolation_stays_in_the_parameter_space():
+    """A Gamma rate falling ever faster (1, 0.5, 0.1): the full SQUAREM step (α = −5) would
+    make it negative; α is halved towards −1 (the plain point) until λ is valid."""
+    family = fam.Gamma()
+    rates = np.array([[-1.0], [-0.5], [-0.1]])  # λ2 = −rate
+    xs = [{"t": np.column_stack([np.ones(1), rates[k]])} for k in range(3)]
+
+    class Problem:
+        families = {"t": family}
+
+    step = Squarem(Problem())
+    step.step_max = 64.0
+    proposal = step._extrapolate(*xs)
+    assert np.all(family.valid(proposal["t"]))
+    assert proposal["t"][0, 1] == pytest.approx(-1 + 2.25 * 0.5 - 1.125 ** 2 * 0.1)  # α = −1.125
+    unguarded = xs[0]["t"] + 2 * 5 * (xs[1]["t"] - xs[0]["t"]) + 5 ** 2 * (xs[2]["t"] - 2 * xs[1]["t"] + xs[0]["t"])
+    assert not np.all(family.valid(unguarded))  # the guard had work to do
+
+
+class _Trace:
+    pure_vmp, stochastic, families = True, False, {"x": fam.Normal()}
+
+
+class _State:
+    def __init__(self, mean):
+        self.natural = {"x": fam.Normal().natural(mean=np.array([mean]), precision=np.array([1.0]))}
+
+
+def test_monitor_stops_within_tol_of_a_geometric_limit():
+    """L_t = −c ρ^t approaches 0 at rate ρ = 0.9: the increments alone (c ρ^t (1 − ρ)) are 10×
+    smaller than the gap, and the rule must not stop until the gap itself is below tol."""
+    monitor, trace = Monitor(_Trace(), tol=1e-6, mean_tol=1.0), []
+    for t in range(1, 400):
+        trace.append(-5.0 * 0.9 ** t)
+        if monitor.done(trace, _State(0.0)):
+            break
+    assert -trace[-1] <= 1e-6
+    assert -trace[-1] > 1e-8  # and it does not run on for nothing
+    assert monitor.report.elbo_gap <= 1e-6
+
+
+def test_monitor_waits_for_the_means():
+    """A flat ELBO does not stop the run while a mean still moves by more than mean_tol sds."""
+    monitor = Monitor(_Trace(), tol=1e-6, mean_tol=1e-5)
+    trace = [-1.0, -1.0, -1.0, -1.0]
+    assert not monitor.done(trace[:3], _State(0.0))
+    assert not monitor.done(trace, _State(1e-3))
+    assert monitor.report.mean_change == pytest.approx(1e-3)
+    assert monitor.done(trace + [-1.0], _State(1e-3 + 1e-7))
+
+
+def test_mean_change_is_in_posterior_sds():
+    problem = type("P", (), {"families": {"x": fam.Normal()}})()
+    before = {"x": fam.Normal().natural(mean=np.array([0.0, 1.0]), precision=np.array([4.0, 1.0]))}
+    after = {"x": fam.Normal().natural(mean=np.array([0.1, 1.05]), precision=np.array([4.0, 1.0]))}
+    assert mean_change(problem, before, after) == (pytest.approx(0.2), "x")  # 0.1 / sd 0.5
+
+
+def test_cvi_on_the_hierarchical_logistic_model_is_within_005_nats_of_ncvmp_in_300_sweeps():
+    reference = fit("hierarchical_logistic", **TIGHT)
+    for seed in (1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = ppl.load(MODELS / "hierarchical_logistic.vim").infer(
+                str(MODELS / "hierarchical_logistic.csv"), seed=seed, methods={"y": "cvi"}, max_iter=300)
+        assert run.converged and run.iterations <= 300
+        assert abs(reference.elbo - run.elbo) < 0.05
+        assert run.convergence.rule == "smoothed trace" and run.convergence.se > 0
+
+
+def test_cli_reports_the_stop_in_the_header_and_the_json(tmp_path, capsys):
+    out = tmp_path / "post.json"
+    assert main(["infer", str(MODELS / "eight_schools.vim"), str(MODELS / "eight_schools.csv"), "--seed", "1",
+                 "--output", str(out)]) == 0
+    header = capsys.readouterr().out.splitlines()[2]
+    assert header.startswith("stopped at: ELBO change") and "sd (`" in header
+    document = json.loads(out.read_text())["convergence"]
+    assert document["rule"] == "fixed point" and document["mean_change"] <= 1e-5
+    assert document["elbo_gap"] <= 1e-6
+
+
+def test_mean_tol_must_be_positive(capsys):
+    assert main(["infer", str(MODELS / "gaussian.vim"), str(MODELS / "gaussian.csv"), "--mean-tol", "0"]) == 1
+    assert "mean_tol must be positive" in capsys.readouterr().err
