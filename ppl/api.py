@@ -87,6 +87,9 @@ def load(path, set: dict | None = None) -> Model:  # noqa: A002
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ModelError("E001", f"cannot read model file {path}: byte {exc.object[exc.start]:#04x} at offset "
+                         f"{exc.start} is not UTF-8", hint="save the model as UTF-8 text") from None
+    except OSError as exc:
         raise ModelError("E001", f"cannot read model file {path}: {exc.strerror or exc}") from None
     return Model(text, str(path), set)

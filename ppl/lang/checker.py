@@ -86,6 +86,9 @@ def _flatten(items, plates: tuple, scope: Scope, targets: set):
             if dim is None:
                 raise ModelError("E231", f"a loop must end at a size or an integer, not `{ast.text(item.hi)}`",
                                  span=item.hi.span)
+            if lo[0] is None and hi[0] is None and hi[1] < lo[1]:
+                raise ModelError("E221", f"the loop range {lo[1]}..{hi[1]} is empty", span=item.hi.span,
+                                 hint="a loop runs from its first bound up to its last, both included")
             yield from _flatten(item.body, plates + (Plate(item.var, lo, hi, dim, item.span),), scope, targets)
         elif isinstance(item, (ast.Sample, ast.Define)):
             yield item, plates
