@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ppl.diagnostics import ModelError
 from ppl.lang import CheckedModel, check, parse
 
@@ -71,7 +73,8 @@ class Model:
         analysis = model.analyze(dataset, methods)
         problem = build_problem(model.checked, dataset, analysis)
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit)
-        return build_posterior(problem, run(problem, options, progress), analysis)
+        with np.errstate(all="ignore"):  # overflow is detected (a non-finite ELBO names its factor), not warned
+            return build_posterior(problem, run(problem, options, progress), analysis)
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, factors={[f.name for f in self.checked.factors]})"

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ppl.infer.access import Unsupported
 from ppl.infer.build import Problem, build_problem
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.initialise import initialise
@@ -104,7 +103,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
             _update(problem, state, name, options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
         if not np.isfinite(new):
-            raise Unsupported("the ELBO is not finite: the model or data give a degenerate posterior")
+            raise problem.not_finite(state)
         fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
         if fell and problem.pure_vmp and options.damping == 1.0:
             _explain_decrease(problem, snapshot, elbo, options.damping)
@@ -168,7 +167,7 @@ def _update(problem: Problem, state, name: str, damping: float) -> None:
             state.set(name, *solved)
             return
         total = total.dense()
-    if name in problem.guarded:
+    if name in problem.guarded or name in problem.damped:  # no step may leave the parameter space
         total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
     elif damping < 1.0:
         total = (1 - damping) * state.natural[name] + damping * total
