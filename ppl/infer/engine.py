@@ -71,6 +71,7 @@ class Run:
     warnings: list = field(default_factory=list)
     elbo: float = np.nan  # exact at the end of the run (the trace may hold minibatch estimates)
     trace_se: list = field(default_factory=list)  # standard error of each trace entry (0: exact)
+    interrupted: bool = False  # stopped by KeyboardInterrupt from `progress`, at the end of a sweep
 
 
 def run(problem: Problem, options: Options, progress=None) -> Run:
@@ -82,8 +83,10 @@ def run(problem: Problem, options: Options, progress=None) -> Run:
     for restart, seed in enumerate(seeds):
         result = _run_once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart
-        if best is None or result.elbo > best.elbo:
+        if best is None or result.elbo > best.elbo or result.interrupted:
             best = result
+        if result.interrupted:
+            break
     best.seconds = time.perf_counter() - start
     return best
 
@@ -94,7 +97,7 @@ SMOOTHING = 10  # sweeps averaged for the convergence test when gradients are st
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
-    trace, trace_se, converged, notes, shrink = [], [], False, list(problem.notes), {}
+    trace, trace_se, converged, notes, shrink, interrupted = [], [], False, list(problem.notes), {}, False
     elbo = problem.elbo(state)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
@@ -112,7 +115,12 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         trace.append(new)
         trace_se.append(se)
         if progress is not None:
-            progress(iteration, new)
+            try:
+                progress(iteration, new)
+            except KeyboardInterrupt:  # raised at a sweep's end: the state is a whole sweep's q
+                interrupted = True
+                notes.append(f"interrupted after sweep {iteration}, not converged")
+                break
         if problem.stochastic:  # compare averages of the last sweeps: single ELBOs are noisy
             change = _smoothed_change(trace)
         else:
@@ -128,7 +136,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
-               warnings=notes, elbo=exact, trace_se=trace_se)
+               warnings=notes, elbo=exact, trace_se=trace_se, interrupted=interrupted)
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:

@@ -130,6 +130,13 @@ class Posterior:
     notes: list = field(default_factory=list)  # what the run changed on its own (damping)
     joint: list = field(default_factory=list)  # JointDraws of @joint groups
     trace_se: list = field(default_factory=list)  # standard errors of estimated trace entries (0: exact)
+    interrupted: bool = False  # stopped by the user (Ctrl-C) after a completed sweep
+
+    @property
+    def status(self) -> str:
+        """"converged", "not converged" or "interrupted, not converged"."""
+        return "interrupted, not converged" if self.interrupted else \
+            "converged" if self.converged else "not converged"
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -200,7 +207,7 @@ class Posterior:
             if name in self.levels:
                 entry["levels"] = self.levels[name]
             variables[name] = entry
-        return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
+        return {"status": self.status, "elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
                 "levels": {name: list(labels) for name, labels in self.levels.items()},
                 "seconds": self.seconds, "trace": list(self.trace), "trace_se": list(self.trace_se),
                 "elbo_terms": self.elbo_terms,
@@ -270,7 +277,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart, list(run.warnings),
-                     joint, run.trace_se)
+                     joint, run.trace_se, run.interrupted)
 
 
 def _split_group(problem, state, group) -> dict:

@@ -17,24 +17,38 @@ from ppl.diagnostics import OptionError
 
 
 def write_atomic(path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename; the file gets the mode a
+    plain `open` would give it (0666 less the umask; mkstemp's own is 0600)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise OptionError("E320", f"cannot write {path}: folder {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise OptionError("E320", f"cannot write {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
-def write_posterior(posterior, path) -> None:
-    """`.json`: the whole result; `.csv`: the summary table, one row per element."""
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_posterior(posterior, path, run: dict | None = None) -> None:
+    """`.json`: the whole result, with `run` (version, seed, options, inputs) when given; `.csv`:
+    the summary table, one row per element."""
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
-        write_atomic(path, json.dumps(_finite(posterior.to_json()), indent=1) + "\n")
+        document = ({"run": run} if run is not None else {}) | posterior.to_json()
+        write_atomic(path, json.dumps(_finite(document), indent=1) + "\n")
     elif suffix == ".csv":
         write_atomic(path, _csv_text(posterior.summary_rows()))
     else:
