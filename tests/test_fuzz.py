@@ -12,6 +12,13 @@ Models that still compile are also turned into a factor graph and analysed (no d
 those stages run on every `ppl check`. Any exception that is not a `PplError` fails the test:
 it is a crash, which the CLI reports as an internal error (exit 3).
 
+(d) end to end: the documentation's models, mutated (rules, constants, numbers), with data drawn
+    from their declarations and perturbed (empty cells, inf, nan, 1e300, negative counts, text,
+    one row), through `check` and three sweeps of `infer` (tests/fuzz_inputs.py; a long run of
+    the same is benchmarks/fuzz.py).
+
+Every run is derandomized: CI explores the same examples each time.
+
 Known crashes found by these tests are pinned below as explicit regression cases.
 """
 
@@ -24,10 +31,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fuzz_inputs
 from model_texts import CHAIN, MIXTURE
 import ppl
 
-FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+END_TO_END = settings(max_examples=150, deadline=None, derandomize=True,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # ---- seed models ------------------------------------------------------------------------
 
@@ -249,7 +259,34 @@ def test_random_programs_raise_only_ppl_errors(seed):
     _compiles(random_program(seed))
 
 
+# ---- (d) end to end: check and infer on models with data -------------------------------
+
+MODELS = fuzz_inputs.corpus()
+
+
+def test_corpus_holds_the_documented_models():
+    assert len(MODELS) >= 40
+
+
+@END_TO_END
+@given(seed=st.integers(0, 2**32 - 1))
+def test_check_and_infer_raise_only_ppl_errors(seed, tmp_path_factory):
+    text, csv = fuzz_inputs.case(seed, MODELS)
+    fuzz_inputs.run_case(text, csv, tmp_path_factory.mktemp("case"))
+
+
 # ---- crashes found by these tests, pinned -----------------------------------------------
+
+def test_kmeans_seeding_on_data_near_the_float_limit(tmp_path):
+    """Found by (d): a mixture's data with a value of -1e300 made the k-means++ probabilities
+    NaN (squared distances overflow); the farthest point is taken instead, and the run ends in
+    a located error at the first factor whose ELBO term is not finite."""
+    path = tmp_path / "data.csv"
+    path.write_text("y\n0.5\n-1e300\n0.2\n1.5\n")
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(fuzz_inputs.MIXTURE_1D).infer(path, seed=0, max_iter=5)
+    assert error.value.code == "E500" and error.value.span.line in (4, 6)  # the prior of mu, or y
+
 
 def test_lark_match_examples_crash_is_gone():
     """Found by (b): Lark 1.3.1's match_examples raised TypeError formatting a debug message;
