@@ -68,13 +68,20 @@ class Model:
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
+        from ppl.infer.state import NumericalBreakdown
         model = self.with_constants(**set) if set else self
         dataset = model.bind(data)
         analysis = model.analyze(dataset, methods)
         problem = build_problem(model.checked, dataset, analysis)
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit)
         with np.errstate(all="ignore"):  # overflow is detected (a non-finite ELBO names its factor), not warned
-            return build_posterior(problem, run(problem, options, progress), analysis)
+            try:
+                return build_posterior(problem, run(problem, options, progress), analysis)
+            except NumericalBreakdown as exc:
+                raise ModelError("E502", f"q({exc.name}) broke down numerically: {exc.detail}",
+                                 span=model.checked.variables[exc.name].span,
+                                 hint="a constant or data value far outside the prior's scale (near 1e300, or a "
+                                      "precision of 1e8 next to one of 1) overflows; rescale it") from None
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, factors={[f.name for f in self.checked.factors]})"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -305,3 +306,69 @@ def test_zero_to_a_negative_power_is_a_model_error():
 def test_overflowing_constant_is_a_model_error():
     with pytest.raises(ppl.ModelError):
         ppl.compile("const big = 10.0^400\nmu ~ Normal(0, big)")
+
+
+def _csv(tmp_path, text: str):
+    path = tmp_path / "data.csv"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("model, data", [
+    # a chain whose start is 1e300: its natural parameters overflow
+    ("data y: bool[T]\na ~ Normal(0, 1)\nx[1] ~ Normal(1e300, 1)\nfor t in 2..T {\n  x[t] ~ Normal(a * x[t-1], 10.0)\n}\n"
+     "for t in 1..T {\n  y[t] ~ Bernoulli(logistic(x[t]))\n}\n", "y\n1\n0\n1\n1\n"),
+    # a coefficient of 1e8 on the lag: the chain's precision is not PD in floating point
+    ("data y: bool[T]\nfor t in 1..T {\n  y[t] ~ Bernoulli(logistic(x[t]))\n}\nx[1] ~ Normal(0, 1)\n"
+     "for t in 2..T {\n  x[t] ~ Normal(a * x[t-1], 10.0)\n}\na ~ Normal(1e8, 1)\n", "y\n1\n0\n1\n0\n1\n1\n"),
+    # a mixture's data point at 1e300: a component's precision is not PD
+    (MIXTURE, "eruptions,waiting\n-1.2244,1.5547\n0.5343,1.3962\n1e300,-1\n"),
+])
+def test_numerical_breakdown_is_a_located_error(model, data, tmp_path):
+    """Found by (d): overflowing natural parameters ended in LinAlgError or ValueError inside a
+    family. Now q's breakdown is E502 at a statement drawing the variable whose moments failed,
+    or, caught a step earlier, E500 at the factor whose ELBO term is not finite."""
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, data), seed=0, max_iter=3)
+    assert error.value.code in ("E502", "E500") and error.value.span is not None
+    if error.value.code == "E502":
+        name = error.value.message.partition("q(")[2].partition(")")[0]
+        assert error.value.span.source.line(error.value.span.line)[error.value.span.column - 1:].startswith(name)
+
+
+def test_normal_likelihood_with_a_minibatch_is_refused(tmp_path):
+    """Found by (d): `y ~ Normal(mu, 1) @cvi(minibatch=2)` broadcast the full precision against
+    the minibatch's rows."""
+    model = "data y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1) @cvi(minibatch=2)\n"
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, "y\n1.0\n2.0\n0.5\n"), seed=0)
+    assert error.value.code == "E500" and error.value.span.line == 3 and "minibatch" in error.value.message
+
+
+def test_monte_carlo_sample_count_must_fit_in_memory():
+    """Found by (d): `@cvi(samples=1e300)` reached numpy's random generator."""
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile("data y: bool[N]\nw ~ Normal(0, 1)\ny ~ Bernoulli(logistic(w)) @cvi(samples=1e300)\n")
+    assert error.value.code == "E275" and (error.value.span.line, error.value.span.column) == (3, 41)
+
+
+def test_poisson_dirichlet_rate_with_no_positive_count_runs(tmp_path):
+    """Found by (d): with every count zero no row reads log π, and the row sum over no rows failed."""
+    model = ("const K = 3\ndata spectrum: real[N, K] from (s1, s2, s3)\ndata count: int[N]\npi ~ Dirichlet(ones(K))\n"
+             "for n in 1..N {\n  count[n] ~ Poisson(dot(pi, spectrum[n]))\n}\n")
+    post = ppl.compile(model).infer(_csv(tmp_path, "s1,s2,s3,count\n1,2,3,0\n0.5,1,2,0\n"), seed=0, max_iter=20)
+    assert post.elbo < 0 and abs(post["pi"].mean.sum() - 1) < 1e-9
+
+
+def test_same_draws_solve_with_coinciding_draws_is_least_squares():
+    """Found by (d): draws that coincide made the Jacobian mean singular (LinAlgError); the
+    solve falls back to least squares, and to NaN (rejected by the guarded update) where it is
+    not finite."""
+    from ppl.infer.pathwise import same_draws_solve
+    dt = np.zeros((2, 4, 2, 2))
+    dt[..., 0, 0] = 1.0  # rank one: the second parameter moves nothing
+    df = np.ones((2, 4, 2))
+    dt[1, 0, 1, 1] = np.nan
+    out = same_draws_solve(dt, df)
+    np.testing.assert_allclose(out[0], [1.0, 0.0])
+    assert np.isnan(out[1]).all()

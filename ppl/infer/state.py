@@ -9,6 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 
+class NumericalBreakdown(Exception):
+    """q(`name`) has no moments in floating point: its natural parameters overflowed (values far
+    outside the prior's scale) or its precision is not positive definite. `Model.infer` reports
+    it at the variable's declaration."""
+
+    def __init__(self, name: str, detail: str):
+        super().__init__(f"{name}: {detail}")
+        self.name, self.detail = name, detail
+
+
 class State:
     """λ per latent variable as a (elements, size) array; moments E[t(x)] computed on demand."""
 
@@ -46,7 +56,10 @@ class State:
             if name in self.observed and self.observed[name][1] is None:
                 cached = self.observed[name][0]
             else:
-                cached = self.families[name].to_mean(self.natural[name])
+                try:
+                    cached = self.families[name].to_mean(self.natural[name])
+                except (np.linalg.LinAlgError, ValueError) as exc:  # non-finite λ, or a precision not PD
+                    raise NumericalBreakdown(name, str(exc)) from None
                 if name in self.observed:
                     stats, mask = self.observed[name]
                     cached = np.where(mask[:, None], stats, cached)

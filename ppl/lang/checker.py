@@ -18,6 +18,9 @@ from ppl.lang.rules import RULES, WORD_OPTIONS
 from ppl.lang.statements import type_define, type_sample, widen_to_pieces
 
 
+# options that count something (draws, pieces): whole numbers up to a size that fits in memory
+COUNT_OPTIONS = {"samples": 100_000, "pieces": 1000}
+
 def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
     """Check a parsed program; raise a located `ModelError` at the first mistake."""
     overrides = dict(overrides or {})
@@ -261,6 +264,9 @@ def _check_annotations(stmt: ast.Sample) -> None:
             word = key in WORD_OPTIONS
             if not isinstance(value, ast.Name if word else ast.Number):
                 raise ModelError("E272", f"option `{key}` must be a {'word' if word else 'number'}",
+                                 span=value.span)
+            if key in COUNT_OPTIONS and not (value.is_int and 0 <= value.value <= COUNT_OPTIONS[key]):
+                raise ModelError("E275", f"option `{key}` must be a whole number from 0 to {COUNT_OPTIONS[key]}",
                                  span=value.span)
         seen.add(note.rule)
     if len(seen) > 1:

@@ -69,6 +69,10 @@ class GLMFactor(FactorRuntime):
         self.step = cvi_step(options)
         self.batch = _minibatch(options, factor, self.plate.shape)
         self.likelihood, eta = self._likelihood(factor, rule)
+        if self.batch is not None and factor.dist.name == "Normal":
+            raise Unsupported(f"`@cvi(minibatch=...)` on the Normal likelihood `{factor.name}`: minibatches run for "
+                              "Bernoulli, Binomial, Poisson and OrderedLogistic likelihoods (a Normal mean is "
+                              "conjugate: drop the annotation)", factor.span)
         self.margin = LinearBuilder(self.builder, self.plate, model, 0).build(eta)
         self.add_linear_reads(self.margin)
         if factor.target.name in self.reads:
