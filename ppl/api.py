@@ -79,12 +79,17 @@ class Model:
                 return build_posterior(problem, run(problem, options, progress), analysis)
             except NumericalBreakdown as exc:
                 raise ModelError("E502", f"q({exc.name}) broke down numerically: {exc.detail}",
-                                 span=model.checked.variables[exc.name].span,
+                                 span=_variable_span(model.checked, exc.name),
                                  hint="a constant or data value far outside the prior's scale (near 1e300, or a "
                                       "precision of 1e8 next to one of 1) overflows; rescale it") from None
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, factors={[f.name for f in self.checked.factors]})"
+
+
+def _variable_span(checked, name: str):
+    """Where variable `name` is drawn; for a @joint group's q, named `(mu, Lambda)`, its first."""
+    return checked.variables[name.strip("()").split(",")[0].strip()].span
 
 
 def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model:  # noqa: A001

@@ -37,7 +37,7 @@ from model_texts import CHAIN, MIXTURE
 import ppl
 
 FAST = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-END_TO_END = settings(max_examples=150, deadline=None, derandomize=True,
+END_TO_END = settings(max_examples=300, deadline=None, derandomize=True,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # ---- seed models ------------------------------------------------------------------------
@@ -372,3 +372,29 @@ def test_same_draws_solve_with_coinciding_draws_is_least_squares():
     out = same_draws_solve(dt, df)
     np.testing.assert_allclose(out[0], [1.0, 0.0])
     assert np.isnan(out[1]).all()
+
+
+def test_breakdown_of_a_joint_group_is_located_at_its_mean(tmp_path):
+    """Found by (d): the E502 of a @joint Normal–Wishart q, whose state is named `(mu, Lambda)`,
+    looked that name up among the variables (KeyError)."""
+    from ppl.api import _variable_span
+    checked = ppl.compile(MIXTURE).checked
+    assert _variable_span(checked, "(mu, Lambda)") == checked.variables["mu"].span
+
+
+def test_constant_index_past_the_data_is_located(tmp_path):
+    """Found by (d): `x[100] ~ ...` over three rows failed in numpy's ravel_multi_index."""
+    model = ("data y: bool[T]\na ~ Normal(0, 1)\nx[100] ~ Normal(0, 1)\nfor t in 2..T {\n  x[t] ~ Normal(a * x[t-1], 10.0)\n}\n"
+             "for t in 1..T {\n  y[t] ~ Bernoulli(logistic(x[t]))\n}\n")
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, "y\n0\n0\n0\n"), seed=0, max_iter=3)
+    assert error.value.code == "E503" and (error.value.span.line, error.value.span.column) == (3, 1)
+
+
+@pytest.mark.parametrize("text", ["data W: real[N, 0]\nmu ~ Normal(0, 1)\n",
+                                  "const K = 0\ndata W: real[N, K]\nmu ~ Normal(0, 1)\n"])
+def test_zero_width_data_is_a_model_error(text):
+    """Found by (d): `real[N, 0]` passed the checker and failed in the reader (np.stack of nothing)."""
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(text)
+    assert error.value.code == "E217" and error.value.span.line == text.count("\n", 0, text.index("data")) + 1
