@@ -103,6 +103,7 @@ class Model:
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
         from ppl.lang.schedule import parse_schedule
+        from ppl.infer.state import NumericalBreakdown
         model = self.with_constants(**set) if set else self
         spec = parse_schedule(schedule) if schedule else model.checked.schedule
         source = _stream(model.checked, data, spec, na) if stream else None
@@ -112,7 +113,14 @@ class Model:
             problem = build_problem(model.checked, dataset, analysis, spec)
             options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
                               record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
-            return build_posterior(problem, run(problem, options, progress, source), analysis)
+            with np.errstate(all="ignore"):  # overflow is detected (a non-finite ELBO names its factor), not warned
+                try:
+                    return build_posterior(problem, run(problem, options, progress, source), analysis)
+                except NumericalBreakdown as exc:
+                    raise ModelError("E502", f"q({exc.name}) broke down numerically: {exc.detail}",
+                                     span=_variable_span(model.checked, exc.name),
+                                     hint="a constant or data value far outside the prior's scale (near 1e300, or a "
+                                          "precision of 1e8 next to one of 1) overflows; rescale it") from None
         finally:
             if source is not None:
                 source.close()
@@ -128,14 +136,19 @@ def _stream(model, data, spec, na):
     from ppl.graph import analyze
     from ppl.infer.schedule.plan import plan_for
     if spec is None or not spec.stochastic:
-        raise OptionError("E325", "--stream reads the groups of a stochastic schedule: add one, e.g. "
+        raise OptionError("E335", "--stream reads the groups of a stochastic schedule: add one, e.g. "
                           "--schedule 'svi(batch=64)'")
     if not isinstance(data, (str, Path)):
-        raise OptionError("E326", "--stream reads a CSV or Parquet file, not data in memory")
+        raise OptionError("E336", "--stream reads a CSV or Parquet file, not data in memory")
     latent = [n for n, v in model.variables.items() if v.kind == "latent"]
     analysis = analyze(model)
     plan = plan_for(model, analysis.scopes, latent, spec.span, analysis.chains)
     return GroupedSource.open(model, data, plan.group_column, na=na)
+
+
+def _variable_span(checked, name: str):
+    """Where variable `name` is drawn; for a @joint group's q, named `(mu, Lambda)`, its first."""
+    return checked.variables[name.strip("()").split(",")[0].strip()].span
 
 
 def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model:  # noqa: A001
@@ -148,6 +161,9 @@ def load(path, set: dict | None = None) -> Model:  # noqa: A002
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ModelError("E001", f"cannot read model file {path}: byte {exc.object[exc.start]:#04x} at offset "
+                         f"{exc.start} is not UTF-8", hint="save the model as UTF-8 text") from None
+    except OSError as exc:
         raise ModelError("E001", f"cannot read model file {path}: {exc.strerror or exc}") from None
     return Model(text, str(path), set)

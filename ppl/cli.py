@@ -1,7 +1,7 @@
 """The `ppl` command: check, graph (and infer). Thin: parses options, calls the API, prints.
 
 Exit codes: 0 success, 1 a user error (printed without a traceback), 2 bad usage,
-3 an internal error (a bug in ppl, reported as such).
+3 an internal error (a bug in ppl, reported as such), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import traceback
 
 from ppl.diagnostics import PplError
 
-EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _assignment(text: str) -> tuple[str, str]:
@@ -34,12 +34,14 @@ def _number(text: str):
 
 
 def parser() -> argparse.ArgumentParser:
+    from ppl import __version__
     top = argparse.ArgumentParser(prog="ppl", description="Variational inference by message passing.")
+    top.add_argument("--version", action="version", version=f"ppl {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
 
-    def common(p):
+    def common(p, data_required=False):
         p.add_argument("model", help="the .vim model file")
-        p.add_argument("data", nargs="?", help="a CSV file with the data")
+        p.add_argument("data", nargs=None if data_required else "?", help="a CSV file with the data")
         p.add_argument("--set", action="append", default=[], type=_assignment, metavar="NAME=VALUE",
                        help="override a constant declared with `const`")
         p.add_argument("--method", action="append", default=[], type=_assignment, metavar="FACTOR=RULE",
@@ -54,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     graph = sub.add_parser("graph", help="print the factor graph as Graphviz DOT")
     common(graph)
     infer = sub.add_parser("infer", help="fit the approximate posterior and print it with the ELBO")
-    common(infer)
+    common(infer, data_required=True)
     infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
     infer.add_argument("--tol", type=float, default=1e-6,
@@ -109,7 +111,7 @@ def main(argv=None) -> int:
         return EXIT_USER
     except KeyboardInterrupt:
         print("ppl: interrupted", file=sys.stderr)
-        return EXIT_USER
+        return EXIT_INTERRUPTED
     except Exception:  # a bug in ppl: say so, and keep the traceback for the report
         traceback.print_exc()
         print("ppl: internal error — this is a bug in ppl, please report it with the model and data.",
@@ -135,19 +137,17 @@ def _graph(args, constants) -> int:
     from ppl.graph import to_dot
     model = ppl.load(args.model, set=constants)
     dataset = model.bind(args.data, na=args.na) if args.data else None
+    model.analyze(dataset, dict(args.method))  # an unknown rule or factor in --method is an error here too
     sys.stdout.write(to_dot(model.graph(dataset)))
     return EXIT_OK
 
 
 def _infer(args, constants) -> int:
     import ppl
-    from ppl.diagnostics import OptionError
+    from ppl.cli_checks import check_infer_options
+    from ppl.interrupt import SweepInterrupt
     from ppl.report import infer_report, write_draws, write_posterior
-    if args.data is None:
-        raise OptionError("E323", "ppl infer needs a data file: ppl infer MODEL DATA")
-    nc = bool(args.output) and args.output.lower().endswith(".nc")
-    if args.draws and not args.draws_output and not nc:
-        raise OptionError("E324", "--draws N needs --draws-output FILE.csv (or --output FILE.nc)")
+    check_infer_options(args)
     import warnings
     from ppl.infer import DampingWarning
     warnings.simplefilter("ignore", DampingWarning)  # the report prints the same note
@@ -157,23 +157,32 @@ def _infer(args, constants) -> int:
         from ppl.report.progress import Progress
         progress = Progress(args.max_iter)
     try:
-        posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
-                                restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
-                                progress=progress, record_terms=args.trace_terms,
-                                schedule=args.schedule, na=args.na,
-                                stream=args.stream, mean_tol=args.mean_tol, accelerate=args.accelerate)
+        with SweepInterrupt(progress).installed() as stop:
+            posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
+                                    restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
+                                    progress=stop, record_terms=args.trace_terms, schedule=args.schedule, na=args.na,
+                                    stream=args.stream, mean_tol=args.mean_tol, accelerate=args.accelerate)
     finally:
         if progress is not None:
             progress.close()
     if args.vars:
         posterior.summary_rows(args.vars, 0)  # an unknown pattern is an error before anything is written
     if args.output:
-        write_posterior(posterior, args.output, args.vars, args.draws or 1000, args.seed)
+        write_posterior(posterior, args.output, args.vars, args.draws or 1000, args.seed, _run_record(args, constants))
     if args.draws and args.draws_output:
         write_draws(posterior, args.draws, args.seed, args.draws_output)
     if not args.quiet:
         sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}", args.vars))
-    return EXIT_OK
+    return EXIT_INTERRUPTED if posterior.interrupted else EXIT_OK
+
+
+def _run_record(args, constants) -> dict:
+    """What produced a result file: ppl's version, the seed, the options and the input paths."""
+    from ppl import __version__
+    options = {"set": constants, "method": dict(args.method), "max_iter": args.max_iter, "tol": args.tol,
+               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws}
+    return {"ppl": __version__, "seed": args.seed, "options": options,
+            "inputs": {"model": args.model, "data": args.data}}
 
 
 def _plot(args, constants) -> int:

@@ -12,6 +12,13 @@ Models that still compile are also turned into a factor graph and analysed (no d
 those stages run on every `ppl check`. Any exception that is not a `PplError` fails the test:
 it is a crash, which the CLI reports as an internal error (exit 3).
 
+(d) end to end: the documentation's models, mutated (rules, constants, numbers), with data drawn
+    from their declarations and perturbed (empty cells, inf, nan, 1e300, negative counts, text,
+    one row), through `check` and three sweeps of `infer` (tests/fuzz_inputs.py; a long run of
+    the same is benchmarks/fuzz.py).
+
+Every run is derandomized: CI explores the same examples each time.
+
 Known crashes found by these tests are pinned below as explicit regression cases.
 """
 
@@ -20,14 +27,18 @@ from __future__ import annotations
 import random
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fuzz_inputs
 from model_texts import CHAIN, MIXTURE
 import ppl
 
-FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+END_TO_END = settings(max_examples=300, deadline=None, derandomize=True,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # ---- seed models ------------------------------------------------------------------------
 
@@ -249,7 +260,34 @@ def test_random_programs_raise_only_ppl_errors(seed):
     _compiles(random_program(seed))
 
 
+# ---- (d) end to end: check and infer on models with data -------------------------------
+
+MODELS = fuzz_inputs.corpus()
+
+
+def test_corpus_holds_the_documented_models():
+    assert len(MODELS) >= 40
+
+
+@END_TO_END
+@given(seed=st.integers(0, 2**32 - 1))
+def test_check_and_infer_raise_only_ppl_errors(seed, tmp_path_factory):
+    text, csv = fuzz_inputs.case(seed, MODELS)
+    fuzz_inputs.run_case(text, csv, tmp_path_factory.mktemp("case"))
+
+
 # ---- crashes found by these tests, pinned -----------------------------------------------
+
+def test_kmeans_seeding_on_data_near_the_float_limit(tmp_path):
+    """Found by (d): a mixture's data with a value of -1e300 made the k-means++ probabilities
+    NaN (squared distances overflow); the farthest point is taken instead, and the run ends in
+    a located error at the first factor whose ELBO term is not finite."""
+    path = tmp_path / "data.csv"
+    path.write_text("y\n0.5\n-1e300\n0.2\n1.5\n")
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(fuzz_inputs.MIXTURE_1D).infer(path, seed=0, max_iter=5)
+    assert error.value.code == "E500" and error.value.span.line in (4, 6)  # the prior of mu, or y
+
 
 def test_lark_match_examples_crash_is_gone():
     """Found by (b): Lark 1.3.1's match_examples raised TypeError formatting a debug message;
@@ -268,3 +306,95 @@ def test_zero_to_a_negative_power_is_a_model_error():
 def test_overflowing_constant_is_a_model_error():
     with pytest.raises(ppl.ModelError):
         ppl.compile("const big = 10.0^400\nmu ~ Normal(0, big)")
+
+
+def _csv(tmp_path, text: str):
+    path = tmp_path / "data.csv"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("model, data", [
+    # a chain whose start is 1e300: its natural parameters overflow
+    ("data y: bool[T]\na ~ Normal(0, 1)\nx[1] ~ Normal(1e300, 1)\nfor t in 2..T {\n  x[t] ~ Normal(a * x[t-1], 10.0)\n}\n"
+     "for t in 1..T {\n  y[t] ~ Bernoulli(logistic(x[t]))\n}\n", "y\n1\n0\n1\n1\n"),
+    # a coefficient of 1e8 on the lag: the chain's precision is not PD in floating point
+    ("data y: bool[T]\nfor t in 1..T {\n  y[t] ~ Bernoulli(logistic(x[t]))\n}\nx[1] ~ Normal(0, 1)\n"
+     "for t in 2..T {\n  x[t] ~ Normal(a * x[t-1], 10.0)\n}\na ~ Normal(1e8, 1)\n", "y\n1\n0\n1\n0\n1\n1\n"),
+    # a mixture's data point at 1e300: a component's precision is not PD
+    (MIXTURE, "eruptions,waiting\n-1.2244,1.5547\n0.5343,1.3962\n1e300,-1\n"),
+])
+def test_numerical_breakdown_is_a_located_error(model, data, tmp_path):
+    """Found by (d): overflowing natural parameters ended in LinAlgError or ValueError inside a
+    family. Now q's breakdown is E502 at a statement drawing the variable whose moments failed,
+    or, caught a step earlier, E500 at the factor whose ELBO term is not finite."""
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, data), seed=0, max_iter=3)
+    assert error.value.code in ("E502", "E500") and error.value.span is not None
+    if error.value.code == "E502":
+        name = error.value.message.partition("q(")[2].partition(")")[0]
+        assert error.value.span.source.line(error.value.span.line)[error.value.span.column - 1:].startswith(name)
+
+
+def test_normal_likelihood_with_a_minibatch_is_refused(tmp_path):
+    """Found by (d): `y ~ Normal(mu, 1) @cvi(minibatch=2)` broadcast the full precision against
+    the minibatch's rows."""
+    model = "data y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1) @cvi(minibatch=2)\n"
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, "y\n1.0\n2.0\n0.5\n"), seed=0)
+    assert error.value.code == "E500" and error.value.span.line == 3 and "minibatch" in error.value.message
+
+
+def test_monte_carlo_sample_count_must_fit_in_memory():
+    """Found by (d): `@cvi(samples=1e300)` reached numpy's random generator."""
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile("data y: bool[N]\nw ~ Normal(0, 1)\ny ~ Bernoulli(logistic(w)) @cvi(samples=1e300)\n")
+    assert error.value.code == "E275" and (error.value.span.line, error.value.span.column) == (3, 41)
+
+
+def test_poisson_dirichlet_rate_with_no_positive_count_runs(tmp_path):
+    """Found by (d): with every count zero no row reads log π, and the row sum over no rows failed."""
+    model = ("const K = 3\ndata spectrum: real[N, K] from (s1, s2, s3)\ndata count: int[N]\npi ~ Dirichlet(ones(K))\n"
+             "for n in 1..N {\n  count[n] ~ Poisson(dot(pi, spectrum[n]))\n}\n")
+    post = ppl.compile(model).infer(_csv(tmp_path, "s1,s2,s3,count\n1,2,3,0\n0.5,1,2,0\n"), seed=0, max_iter=20)
+    assert post.elbo < 0 and abs(post["pi"].mean.sum() - 1) < 1e-9
+
+
+def test_same_draws_solve_with_coinciding_draws_is_least_squares():
+    """Found by (d): draws that coincide made the Jacobian mean singular (LinAlgError); the
+    solve falls back to least squares, and to NaN (rejected by the guarded update) where it is
+    not finite."""
+    from ppl.infer.pathwise import same_draws_solve
+    dt = np.zeros((2, 4, 2, 2))
+    dt[..., 0, 0] = 1.0  # rank one: the second parameter moves nothing
+    df = np.ones((2, 4, 2))
+    dt[1, 0, 1, 1] = np.nan
+    out = same_draws_solve(dt, df)
+    np.testing.assert_allclose(out[0], [1.0, 0.0])
+    assert np.isnan(out[1]).all()
+
+
+def test_breakdown_of_a_joint_group_is_located_at_its_mean(tmp_path):
+    """Found by (d): the E502 of a @joint Normal–Wishart q, whose state is named `(mu, Lambda)`,
+    looked that name up among the variables (KeyError)."""
+    from ppl.api import _variable_span
+    checked = ppl.compile(MIXTURE).checked
+    assert _variable_span(checked, "(mu, Lambda)") == checked.variables["mu"].span
+
+
+def test_constant_index_past_the_data_is_located(tmp_path):
+    """Found by (d): `x[100] ~ ...` over three rows failed in numpy's ravel_multi_index."""
+    model = ("data y: bool[T]\na ~ Normal(0, 1)\nx[100] ~ Normal(0, 1)\nfor t in 2..T {\n  x[t] ~ Normal(a * x[t-1], 10.0)\n}\n"
+             "for t in 1..T {\n  y[t] ~ Bernoulli(logistic(x[t]))\n}\n")
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, "y\n0\n0\n0\n"), seed=0, max_iter=3)
+    assert error.value.code == "E503" and (error.value.span.line, error.value.span.column) == (3, 1)
+
+
+@pytest.mark.parametrize("text", ["data W: real[N, 0]\nmu ~ Normal(0, 1)\n",
+                                  "const K = 0\ndata W: real[N, K]\nmu ~ Normal(0, 1)\n"])
+def test_zero_width_data_is_a_model_error(text):
+    """Found by (d): `real[N, 0]` passed the checker and failed in the reader (np.stack of nothing)."""
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(text)
+    assert error.value.code == "E217" and error.value.span.line == text.count("\n", 0, text.index("data")) + 1

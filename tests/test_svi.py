@@ -269,8 +269,8 @@ def test_svi_streamed_from_the_file_equals_svi_in_memory():
     assert "z" not in streamed and "z" in memory  # a streamed posterior keeps the globals only
 
 
-@pytest.mark.parametrize("data, schedule, code", [("models/gmm.csv", None, "E325"),
-                                                  ({"x1": [0.0], "x2": [1.0]}, "svi(batch=2)", "E326")])
+@pytest.mark.parametrize("data, schedule, code", [("models/gmm.csv", None, "E335"),
+                                                  ({"x1": [0.0], "x2": [1.0]}, "svi(batch=2)", "E336")])
 def test_stream_needs_a_stochastic_schedule_and_a_file(data, schedule, code):
     from ppl.diagnostics import OptionError
     with pytest.raises(OptionError) as info:

@@ -21,12 +21,14 @@ _TESTS = {
 
 def check_support(model, dataset) -> None:
     """Raise a `DataError` naming the first observed value outside its distribution's support."""
+    _check_finite(model, dataset)
     for factor in model.factors:
         name = factor.target.name
         if name not in dataset.arrays:
             continue
         values = dataset.arrays[name]
         observed = dataset.masks.get(name, np.ones(values.shape, dtype=bool))
+        _check_imputable(factor, observed, model, dataset)
         support = factor.dist.value
         if support in ("category", "ordinal"):
             _check_categories(factor, values, observed, dataset, model)
@@ -80,6 +82,35 @@ def _known_length(expr, dataset, model):
         shape = model.variables[expr.id].shape
         return shape[-1] if len(shape) == 1 and isinstance(shape[-1], int) else None
     return None
+
+
+def _check_imputable(factor, observed, model, dataset) -> None:
+    """Missing cells of a response become latent, which needs a q of the response's family: counts,
+    0/1 values, ordinals and Exponential responses have none, so an empty cell there is refused
+    (by `ppl check` and `ppl infer` alike) rather than reported as imputed and then crashing."""
+    dist = factor.dist
+    if observed.all() or (dist.latent and dist.value != "binary"):
+        return
+    where = np.argwhere(~observed)[0]
+    name = factor.target.name
+    raise DataError("E417", f"`{name}` has an empty cell, but missing {dist.name} values cannot be imputed",
+                    column=_column_name(model.data[name], where), row=int(where[0]) + 1,
+                    source=dataset.source, hint="fill in the cell or drop the row; only continuous and "
+                    "categorical responses are imputed")
+
+
+def _check_finite(model, dataset) -> None:
+    """No data value is infinite (`inf` in a CSV reads as a float): every stage after binding trusts
+    its inputs to be finite, so the first infinite cell is named here by column and row."""
+    for name, values in dataset.arrays.items():
+        if name not in model.data or values.dtype.kind != "f":
+            continue
+        bad = ~np.isfinite(values) & dataset.masks.get(name, True)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            raise DataError("E416", f"{values[tuple(where)]} is not a finite number (data `{name}`)",
+                            column=_column_name(model.data[name], where), row=int(where[0]) + 1,
+                            source=dataset.source, hint="remove the row, or leave the cell empty to impute it")
 
 
 def _above_trials(trials, values, dataset):

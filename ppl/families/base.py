@@ -135,7 +135,9 @@ def is_positive_definite(m: np.ndarray) -> np.ndarray:
     """Boolean array (batch shape) telling which matrices are finite and PD.
 
     One Cholesky over the whole stack is tried first; if any matrix fails,
-    the smallest eigenvalue of the symmetric part decides per matrix.
+    the eigenvalues of the symmetric part decide per matrix: the smallest must be positive
+    relative to the largest (a condition number past 1e13 defeats the Cholesky factor that
+    every use of the matrix needs, so it is not PD in floating point).
     """
     m = np.asarray(m, dtype=float)
     finite = np.all(np.isfinite(m), axis=(-2, -1))
@@ -145,7 +147,8 @@ def is_positive_definite(m: np.ndarray) -> np.ndarray:
         np.linalg.cholesky(safe)
         return finite
     except np.linalg.LinAlgError:
-        return finite & (np.linalg.eigvalsh(safe)[..., 0] > 0)
+        eigenvalues = np.linalg.eigvalsh(safe)
+        return finite & (eigenvalues[..., 0] > 1e-13 * np.abs(eigenvalues[..., -1]))
 
 
 def as_trials(trials, owner: str) -> np.ndarray:

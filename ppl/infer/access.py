@@ -162,6 +162,10 @@ class AccessBuilder:
             axes.append(np.arange(size).reshape([-1 if a == axis else 1 for a in range(plate_rank + 1)]))
         # The component axis is C long only for reads that a latent category selects.
         full = self.plate.shape + ((self.components,) if uses_selector else (1,))
+        for axis, size in zip(axes, dims):
+            if np.any((axis < 0) | (axis >= size)):
+                raise ModelError("E503", f"`{ast.text(expr)}` reads outside `{name}`'s 1..{size} with these data",
+                                 span=expr.span, hint="an index past the number of rows, or a lag before the first")
         if dims:
             flat = np.ravel_multi_index(tuple(np.broadcast_to(a, full) for a in axes), dims)
         else:

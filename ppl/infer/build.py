@@ -80,6 +80,14 @@ class Problem:
         value = sum(p[0] for p in pairs) + sum(state.entropy(v) for v in self.latent)
         return value, float(np.sqrt(sum(p[1] ** 2 for p in pairs)))
 
+    def not_finite(self, state) -> Unsupported:
+        """The error for a sweep whose ELBO is not finite, at the first factor whose term is not."""
+        factor = next((f for f in self.factors if not np.isfinite(f.elbo(state))), None)
+        where = f" at `{factor.name}`" if factor is not None else ""
+        return Unsupported(f"the ELBO is not finite{where}: the model and data give a degenerate posterior "
+                           "(an overflowing link, or values far outside the prior's scale)",
+                           factor.factor.span if factor is not None else None)
+
     def elbo_terms(self, state) -> dict:
         """E_q[log f] per factor and H[q] per variable: the pieces that add up to the ELBO."""
         terms = {f"E[log p({f.name})]": f.elbo(state) for f in self.factors}

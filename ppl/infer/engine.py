@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ppl.infer.access import Unsupported
 from ppl.infer.accelerate import accelerator
 from ppl.infer.build import Problem, build_problem
 from ppl.infer.convergence import Convergence, Monitor
@@ -82,6 +81,7 @@ class Run:
     trace_se: list = field(default_factory=list)  # standard error of each trace entry (0: exact)
     term_trace: list = field(default_factory=list)  # {term: value} after each sweep, when recorded
     convergence: Convergence | None = None  # how close to the fixed point the run stopped
+    interrupted: bool = False  # stopped by KeyboardInterrupt from `progress`, at the end of a sweep
 
 
 def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
@@ -99,8 +99,10 @@ def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
     for restart, seed in enumerate(seeds):
         result = once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart
-        if best is None or result.elbo > best.elbo:
+        if best is None or result.elbo > best.elbo or result.interrupted:
             best = result
+        if result.interrupted:
+            break
     best.seconds = time.perf_counter() - start
     return best
 
@@ -109,6 +111,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
+    interrupted = False
     elbo = problem.elbo(state)
     accel = accelerator(problem, options.accelerate) if options.damping == 1.0 else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
@@ -122,7 +125,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         if not np.isfinite(new) and accel is not None and accel.fallback is not None:
             new = -np.inf  # an extrapolated step gone wrong: after_sweep reverts it
         elif not np.isfinite(new):
-            raise Unsupported("the ELBO is not finite: the model or data give a degenerate posterior")
+            raise problem.not_finite(state)
         informative = True
         if accel is not None:
             new, informative = accel.after_sweep(state, new)
@@ -136,7 +139,12 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         if options.record_terms:
             terms.append(problem.elbo_terms(state))
         if progress is not None:
-            progress(iteration, new)
+            try:
+                progress(iteration, new)
+            except KeyboardInterrupt:  # raised at a sweep's end: the state is a whole sweep's q
+                interrupted = True
+                notes.append(f"interrupted after sweep {iteration}, not converged")
+                break
         elbo = new
         if monitor.done(trace, state, informative):
             converged = True
@@ -149,7 +157,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
-               convergence=monitor.finish())
+               convergence=monitor.finish(), interrupted=interrupted)
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:

@@ -128,7 +128,10 @@ def _kmeans(points: np.ndarray, k: int, rng, weights=None, iterations: int = 10)
     for _ in range(1, k):
         d2 = w * np.min(((points[:, None, :] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
         total = d2.sum()
-        centres.append(points[rng.choice(n, p=d2 / total)] if total > 0 else points[rng.integers(n)])
+        if not np.isfinite(total):  # squared distances past 1e308 (data near 1e154 and beyond): the farthest
+            centres.append(points[np.argmax(d2)])
+        else:
+            centres.append(points[rng.choice(n, p=d2 / total)] if total > 0 else points[rng.integers(n)])
     centres = np.array(centres)
     for _ in range(iterations):
         labels = np.argmin(((points[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)

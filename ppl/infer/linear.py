@@ -100,16 +100,26 @@ class LinearBuilder:
         raise Unsupported(f"the engine cannot run `{ast.text(expr)}` as a linear Gaussian mean yet", expr.span)
 
     def _coordinate(self, expr) -> Term | None:
-        """`f[n]` reading one coordinate of an MvNormal `f`: a contraction with a one-hot vector."""
-        if not isinstance(expr, ast.Index):
+        """`f[n]` reading one coordinate of an MvNormal `f`: a contraction with a one-hot vector.
+        A bare `f` in a vectorised scalar statement over f's own length (`y ~ Normal(f, τ)`) reads
+        coordinate i at plate element i."""
+        if isinstance(expr, ast.Name):
+            var = self.model.variables[expr.id]
+            dim = self.accesses.env.size(var.event_shape[0]) if var.dist == "MvNormal" else None
+            if var.plates or self.event or self.plate.factor.plates or self.plate.shape[-1:] != (dim,):
+                return None
+            access = self.accesses.build(expr)
+            position = np.arange(dim).reshape((1,) * (len(self.plate.shape) - 1) + (dim,))
+        elif isinstance(expr, ast.Index):
+            var = self.model.variables[expr.base.id]
+            if var.dist != "MvNormal" or len(expr.indices) != len(var.plates) + 1:
+                return None
+            plate_read = ast.Index(expr.base, expr.indices[:-1], expr.span) if var.plates else expr.base
+            access = self.accesses.build(plate_read)
+            dim = self.accesses.env.size(var.event_shape[0])
+            position = np.asarray(self.plate.evaluate(expr.indices[-1])) - 1
+        else:
             return None
-        var = self.model.variables[expr.base.id]
-        if var.dist != "MvNormal" or len(expr.indices) != len(var.plates) + 1:
-            return None
-        plate_read = ast.Index(expr.base, expr.indices[:-1], expr.span) if var.plates else expr.base
-        access = self.accesses.build(plate_read)
-        dim = self.accesses.env.size(var.event_shape[0])
-        position = np.asarray(self.plate.evaluate(expr.indices[-1])) - 1
         onehot = (position[..., None] == np.arange(dim)).astype(float)
         coef = np.expand_dims(onehot, onehot.ndim - 1) if onehot.ndim > 1 else onehot
         return Term(coef, vector=access, contract=True)

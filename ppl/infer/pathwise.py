@@ -75,9 +75,15 @@ def same_draws_solve(dt, df) -> np.ndarray:
     """∇_μ E[f] ≈ Ĉ⁻ᵀ ĝ from per-draw Jacobians dt = ∂t(z_s)/∂λ (..., S, T, P) and gradients
     df = ∂f(z_s)/∂λ (..., S, P): Ĉ and ĝ are their means over the draws (axis −3 and −2).
     (∂E[f]/∂λ_j = Σ_i ∂E[f]/∂μ_i · ∂μ_i/∂λ_j, so ĝ = Ĉᵀ m.)"""
-    c = np.mean(dt, axis=-3)
-    g = np.mean(df, axis=-2)
-    return np.linalg.solve(np.swapaxes(c, -1, -2), g[..., None])[..., 0]
+    c = np.swapaxes(np.mean(dt, axis=-3), -1, -2)
+    g = np.mean(df, axis=-2)[..., None]
+    try:
+        return np.linalg.solve(c, g)[..., 0]
+    except np.linalg.LinAlgError:  # draws that coincide (a shape near 0 or 1e300): least squares where
+        finite = np.all(np.isfinite(c), axis=(-2, -1)) & np.all(np.isfinite(g), axis=(-2, -1))
+        out = np.full(g.shape[:-1], np.nan)  # not finite: NaN, which the guarded update rejects
+        out[finite] = (np.linalg.pinv(c[finite]) @ g[finite])[..., 0]
+        return out
 
 
 def gamma_jacobian(z, dz) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from ppl.diagnostics import ModelError
 from ppl.lang import ast
 from ppl.lang.model import Factor
 
@@ -26,6 +27,10 @@ class Plate:
         for axis, plate in enumerate(loops):
             lo = env.bound(plate.lo)
             hi = env.bound(plate.hi)
+            if hi < lo:
+                raise ModelError("E501", f"the loop over `{plate.var}` runs from {lo} to {hi} with these data: "
+                                 f"it has no elements", span=plate.span,
+                                 hint="the data have too few rows for this model (a lag needs at least two)")
             values = np.arange(lo, hi + 1)
             self.grids[plate.var] = values.reshape([-1 if a == axis else 1 for a in range(len(loops))])
             shape.append(len(values))

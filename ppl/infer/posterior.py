@@ -48,6 +48,13 @@ class Posterior:
     observed: tuple = ()  # data the `~` statements observe (the rest are covariates)
     dataset: object = field(default=None, compare=False)  # the bound data (not saved)
     convergence: object = None  # ppl.infer.convergence.Convergence: how close to the fixed point
+    interrupted: bool = False  # stopped by the user (Ctrl-C) after a completed sweep
+
+    @property
+    def status(self) -> str:
+        """"converged", "not converged" or "interrupted, not converged"."""
+        return "interrupted, not converged" if self.interrupted else \
+            "converged" if self.converged else "not converged"
 
     def __getitem__(self, name: str):
         return self.marginals[name]
@@ -170,7 +177,7 @@ class Posterior:
             if name in self.levels:
                 entry["levels"] = self.levels[name]
             variables[name] = entry
-        return {"elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
+        return {"status": self.status, "elbo": self.elbo, "iterations": self.iterations, "converged": self.converged,
                 "convergence": self.convergence.to_json() if self.convergence is not None else None,
                 "levels": {name: list(labels) for name, labels in self.levels.items()},
                 "seconds": self.seconds, "trace": list(self.trace), "trace_se": list(self.trace_se),
@@ -229,7 +236,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
                      list(problem.dataset.notes) + list(run.warnings),
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
-                     run.convergence)
+                     run.convergence, run.interrupted)
 
 
 def assemble(order: list, q: dict, joint: list) -> dict:

@@ -14,6 +14,16 @@ from ppl.infer.access import Unsupported
 
 ONE_HOT_LIMIT = 2 ** 27  # cells (1 GiB of float64): a larger one-hot array is refused, not allocated
 
+class NumericalBreakdown(Exception):
+    """q(`name`) has no moments in floating point: its natural parameters overflowed (values far
+    outside the prior's scale) or its precision is not positive definite. `Model.infer` reports
+    it at the variable's declaration."""
+
+    def __init__(self, name: str, detail: str):
+        super().__init__(f"{name}: {detail}")
+        self.name, self.detail = name, detail
+
+
 class State:
     """λ per latent variable as a (elements, size) array; moments E[t(x)] computed on demand."""
 
@@ -62,7 +72,10 @@ class State:
             elif hasattr(self.families[name], "solve"):  # a chain: moments and entropy in one pass
                 cached, self._entropy[name] = self.families[name].solve(self.natural[name])
             else:
-                cached = self.families[name].to_mean(self.natural[name])
+                try:
+                    cached = self.families[name].to_mean(self.natural[name])
+                except (np.linalg.LinAlgError, ValueError) as exc:  # non-finite λ, or a precision not PD
+                    raise NumericalBreakdown(name, str(exc)) from None
                 if name in self.observed:
                     stats, mask = self.observed[name]
                     cached = np.where(mask[:, None], stats, cached)

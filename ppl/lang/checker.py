@@ -19,6 +19,9 @@ from ppl.lang.schedule import check_schedule
 from ppl.lang.statements import type_define, type_sample, widen_to_pieces
 
 
+# options that count something (draws, pieces): whole numbers up to a size that fits in memory
+COUNT_OPTIONS = {"samples": 100_000, "pieces": 1000}
+
 def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
     """Check a parsed program; raise a located `ModelError` at the first mistake."""
     overrides = dict(overrides or {})
@@ -88,6 +91,9 @@ def _flatten(items, plates: tuple, scope: Scope, targets: set):
             if dim is None:
                 raise ModelError("E231", f"a loop must end at a size or an integer, not `{ast.text(item.hi)}`",
                                  span=item.hi.span)
+            if lo[0] is None and hi[0] is None and hi[1] < lo[1]:
+                raise ModelError("E221", f"the loop range {lo[1]}..{hi[1]} is empty", span=item.hi.span,
+                                 hint="a loop runs from its first bound up to its last, both included")
             yield from _flatten(item.body, plates + (Plate(item.var, lo, hi, dim, item.span),), scope, targets)
         elif isinstance(item, (ast.Sample, ast.Define)):
             yield item, plates
@@ -263,6 +269,9 @@ def _check_annotations(stmt: ast.Sample) -> None:
             word = key in WORD_OPTIONS
             if not isinstance(value, ast.Name if word else ast.Number):
                 raise ModelError("E272", f"option `{key}` must be a {'word' if word else 'number'}",
+                                 span=value.span)
+            if key in COUNT_OPTIONS and not (value.is_int and 0 <= value.value <= COUNT_OPTIONS[key]):
+                raise ModelError("E275", f"option `{key}` must be a whole number from 0 to {COUNT_OPTIONS[key]}",
                                  span=value.span)
         seen.add(note.rule)
     if len(seen) > 1:

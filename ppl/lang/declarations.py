@@ -119,10 +119,12 @@ def _weight(item: ast.DataDecl, scope: Scope) -> None:
 
 def _size(dim, origin: str, item: ast.DataDecl, scope: Scope):
     """A dimension as a number (integer or constant) or as a size name bound by this declaration."""
-    if isinstance(dim, int):
-        return dim
-    if dim in scope.constants and isinstance(scope.constants[dim], int):
-        return scope.constants[dim]
+    value = dim if isinstance(dim, int) else scope.constants.get(dim)
+    if isinstance(value, int):
+        if value < 1:
+            raise ModelError("E217", f"a dimension of `{item.name}` is {value}; dimensions are at least 1",
+                             span=item.type.span)
+        return value
     if dim in scope.variables:
         raise ModelError("E249", f"`{dim}` is a variable, not a size", span=item.type.span)
     scope.sizes.setdefault(dim, Size(dim, origin, item.name, item.type.span))

@@ -48,6 +48,9 @@ class Scope:
 def infer(expr: ast.Expr, scope: Scope) -> Type:
     """The type of `expr`, or a located `ModelError`."""
     if isinstance(expr, ast.Number):
+        if expr.is_int and abs(expr.value) >= 2**63:
+            raise ModelError("E215", f"the integer {expr.value} does not fit in 64 bits", span=expr.span,
+                             hint="write it as a real number (with a decimal point) if that is what you mean")
         return Type("int" if expr.is_int else "real", (), fill=float(expr.value))
     if isinstance(expr, ast.Name):
         return _name(expr, scope)
@@ -63,7 +66,12 @@ def infer(expr: ast.Expr, scope: Scope) -> Type:
                     fill=None if t.fill is None else -t.fill)
     if isinstance(expr, ast.Vector):
         items = [infer(i, scope) for i in expr.items]
-        shape = _broadcast([i.shape for i in items], expr)
+        for item, node in zip(items[1:], expr.items[1:]):
+            if item.shape != items[0].shape:
+                raise ModelError("E216", f"the items of a vector literal must have one shape: "
+                                 f"`{ast.text(expr.items[0])}` is {show(items[0].shape)}, "
+                                 f"`{ast.text(node)}` is {show(item.shape)}", span=node.span)
+        shape = items[0].shape
         elem = "int" if all(i.elem == "int" for i in items) else "real"
         values = tuple(i.fill for i in items) if all(i.fill is not None and not i.shape for i in items) else None
         fill = values[0] if values and len(set(values)) == 1 else None

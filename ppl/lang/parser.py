@@ -6,7 +6,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ppl.diagnostics import ModelError, Source, Span
@@ -37,7 +37,25 @@ def parse(text: str, name: str = "<string>") -> ast.Program:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, source) from None
+    _verify_depth(tree, source)
     return _Builder(source).transform(tree)
+
+
+MAX_DEPTH = 150  # nesting of an expression; every later stage walks expressions recursively
+
+
+def _verify_depth(tree: Tree, source: Source) -> None:
+    """A located error for an expression nested past `MAX_DEPTH` (a sum of thousands of terms is
+    a left-deep tree), found without recursion, before any recursive stage overflows the stack."""
+    stack = [(item, item, 1) for item in tree.children if isinstance(item, Tree)]
+    while stack:
+        node, statement, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ModelError("E101", f"an expression is nested more than {MAX_DEPTH} levels deep",
+                             span=_span(source, statement.meta),
+                             hint="split a long sum or product into named `=` definitions, or use sum() "
+                                  "over a vector")
+        stack.extend((child, statement, depth + 1) for child in node.children if isinstance(child, Tree))
 
 
 def _syntax_error(exc: UnexpectedInput, source: Source) -> ModelError:

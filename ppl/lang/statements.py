@@ -68,6 +68,7 @@ def type_sample(stmt: ast.Sample, plates, scope: Scope) -> Factor:
         batches.append(t.shape[: len(t.shape) - param.rank])
         _check_support(dist, role, t, args[role])
     _check_dof(dist, types, args)
+    _check_event(dist, event, types, args)
     try:
         batch = broadcast(*batches)
     except ShapeMismatch as exc:
@@ -123,6 +124,20 @@ def _event_shape(dist: Distribution, types: dict, args: dict):
             return t.shape[len(t.shape) - rank:][:k] if k <= rank else t.shape[-k:], None
     raise ModelError("E255", f"`{dist.name}` cannot tell its dimension from scalar arguments",
                      span=args[role].span, hint="give a vector mean or a matrix, e.g. `zeros(D)`")
+
+
+def _check_event(dist: Distribution, event: tuple, types: dict, args: dict) -> None:
+    """Every parameter that carries the event ends in the event's dimensions
+    (`MvNormal(zeros(3), eye(2))`: the precision is [2, 2], not [3, 3]); known sizes only."""
+    if dist.event == "scalar":
+        return
+    for role, t in types.items():
+        rank = dist.param(role).rank
+        want = event if len(event) == rank else event * rank if len(event) == 1 else None
+        have = t.shape[len(t.shape) - rank:]
+        if rank and want and any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(have, want)):
+            raise ModelError("E287", f"{dist.name}'s {role} is {show(have)} but the event is {show(event)}",
+                             span=args[role].span, hint="the mean, precision or scale must agree in dimension")
 
 
 def _check_support(dist: Distribution, role: str, t: Type, expr: ast.Expr) -> None:

@@ -22,25 +22,39 @@ def require_folder(path: Path) -> None:
 
 
 def write_atomic(path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename; the file gets the mode a
+    plain `open` would give it (0666 less the umask; mkstemp's own is 0600)."""
     path = Path(path)
     require_folder(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise OptionError("E320", f"cannot write {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
-def write_posterior(posterior, path, vars=None, draws: int = 1000, seed=None) -> None:  # noqa: A002
-    """`.json`: the whole result, loadable (`ppl.Posterior.load`); `.csv`: the summary table in
-    the layout of CmdStan's `stansummary --csv`; `.nc`: ArviZ InferenceData as netCDF."""
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_posterior(posterior, path, vars=None, draws: int = 1000, seed=None, run: dict | None = None) -> None:  # noqa: A002
+    """`.json`: the whole result, loadable (`ppl.Posterior.load`), with `run` (version, seed, options,
+    inputs) when given; `.csv`: the summary table in the layout of CmdStan's `stansummary --csv`;
+    `.nc`: ArviZ InferenceData as netCDF."""
     from ppl.infer.saved import document
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
-        write_atomic(path, json.dumps(_finite(document(posterior)), indent=1) + "\n")
+        write_atomic(path, json.dumps(_finite(({"run": run} if run is not None else {}) | document(posterior)),
+                                      indent=1) + "\n")
     elif suffix == ".csv":
         write_atomic(path, summary_csv(posterior, vars))
     elif suffix == ".nc":

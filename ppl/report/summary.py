@@ -15,7 +15,8 @@ ROWS_PER_VARIABLE = 8
 
 
 def infer_report(posterior, title: str | None = None, vars=None) -> str:  # noqa: A002
-    status = "converged" if posterior.converged else "did NOT converge (raise --max-iter or check the model)"
+    status = {"not converged": "did NOT converge (raise --max-iter or check the model)"}.get(posterior.status,
+                                                                                         posterior.status)
     rules = sorted({t.rule for t in posterior.tags})
     lines = [title] if title else []
     lines += [f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "

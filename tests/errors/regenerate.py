@@ -13,11 +13,14 @@ Every case starts with comment lines that describe it:
 
 - ``# <what is wrong>``
 - ``# args: --set K=4`` (optional): extra command-line arguments;
+- ``# command: infer`` (optional, default ``check``): the command the case runs, for errors that
+  only inference meets;
 - ``# at: LINE:COL TOKEN`` for a model case: where the error must point, and the text found
   there (``TOKEN`` may be empty for the end of the file); ``# at: none`` for an option error,
   which has no place in the model;
 - ``# at: column 'c', row r`` for a data case: the location that follows the data file's name
-  (empty when the error concerns the whole file);
+  (empty when the error concerns the whole file); ``# at: LINE:COL TOKEN`` when the error is
+  located in the model;
 - ``# code: E201``: the error code; ``?`` stands for any digit (``E2??``) where a case pins a
   bug for which ppl has no error yet;
 - ``# hint: mu`` (optional): the name a ``did you mean `...`?`` hint must offer.
@@ -54,6 +57,7 @@ class Case:
     at: str  # the `# at:` metadata
     code: str  # the `# code:` metadata
     hint: str | None = None  # the `# hint:` metadata
+    command: str = "check"  # the `# command:` metadata
 
     @property
     def id(self) -> str:
@@ -64,7 +68,7 @@ class Case:
         return HERE / self.kind / f"{self.name}.expected"
 
     def argv(self) -> list[str]:
-        return ["check", self.model] + ([self.data] if self.data else []) + list(self.args)
+        return [self.command, self.model] + ([self.data] if self.data else []) + list(self.args)
 
 
 def _metadata(path: Path) -> dict:
@@ -73,7 +77,7 @@ def _metadata(path: Path) -> dict:
         if not line.startswith("#"):
             break
         key, sep, value = line[1:].strip().partition(":")
-        if sep and key in ("args", "at", "code", "hint"):
+        if sep and key in ("args", "at", "code", "hint", "command"):
             meta[key] = value.strip()
     return meta
 
@@ -91,13 +95,13 @@ def cases() -> list[Case]:
                 raise ValueError(f"{path}: missing {data}")
             found.append(Case(kind, path.stem, f"{kind}/{path.name}", data,
                               tuple(shlex.split(meta.get("args", ""))), meta["at"], meta["code"],
-                              meta.get("hint")))
+                              meta.get("hint"), meta.get("command", "check")))
     return found
 
 
 def model_location(case: Case) -> tuple[int, int, str] | None:
     """(line, column, token) from a model case's `# at: LINE:COL TOKEN`, or None for `none`."""
-    if case.at == "none":
+    if case.at == "none" or not re.match(r"\d+:\d+", case.at):
         return None
     where, _, token = case.at.partition(" ")
     line, column = where.split(":")
@@ -106,7 +110,7 @@ def model_location(case: Case) -> tuple[int, int, str] | None:
 
 def location_prefix(case: Case) -> str:
     """What the first line of stderr must start with: the location, then the kind of error."""
-    if case.kind == "data":
+    if case.kind == "data" and case.at != "none" and not re.match(r"\d+:\d+", case.at):
         return f"{case.data}{', ' + case.at if case.at else ''}: data error"
     found = model_location(case)
     if found is None:

@@ -50,6 +50,9 @@ class ConjugateFactor(FactorRuntime):
         if isinstance(expr, ast.BinOp) and expr.op == "*":
             left_latent = any(isinstance(n, ast.Name) and n.id in reads for n in ast.walk(expr.left))
             read, data = (expr.left, expr.right) if left_latent else (expr.right, expr.left)
+            if any(isinstance(n, ast.Name) and n.id in reads for n in ast.walk(data)):
+                raise Unsupported(f"{self.dist}'s {role} `{ast.text(expr)}` is a product of two latent "
+                                  f"variables; a conjugate read scales one latent by data", expr.span)
             scale = self.data(data)
         if not isinstance(read, (ast.Name, ast.Index)):
             raise Unsupported(f"{self.dist}'s {role} `{ast.text(expr)}` is not a conjugate read", expr.span)

@@ -40,6 +40,7 @@ from ppl.infer.linear import LinearBuilder, margin, read_message
 from ppl.lang import ast
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
+TRUST = 1e4  # a site may shrink its margin's variance v by this factor at most in one step (τ̃ ≤ TRUST / v)
 DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 FORMS = ("meanfield", "site")
 
@@ -68,6 +69,10 @@ class GLMFactor(FactorRuntime):
         self.step = cvi_step(options)
         self.batch = _minibatch(options, factor, self.plate.shape)
         self.likelihood, eta = self._likelihood(factor, rule)
+        if self.batch is not None and factor.dist.name == "Normal":
+            raise Unsupported(f"`@cvi(minibatch=...)` on the Normal likelihood `{factor.name}`: minibatches run for "
+                              "Bernoulli, Binomial, Poisson and OrderedLogistic likelihoods (a Normal mean is "
+                              "conjugate: drop the annotation)", factor.span)
         self.margin = LinearBuilder(self.builder, self.plate, model, 0).build(eta)
         self.add_linear_reads(self.margin)
         if factor.target.name in self.reads:
@@ -145,7 +150,7 @@ class GLMFactor(FactorRuntime):
             m, v, _, g1, g2 = self.expectations(state)
             if self.rule == "cvi" and self.samples > 0:
                 g1, g2 = monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
-            return gaussian_site(m, g1, g2)
+            return gaussian_site(m, v, g1, g2)
         rows, scale = self._draw_batch(state.rng)
         target, tau = np.zeros_like(self.y), np.zeros_like(self.y)
         target[rows], tau_rows = self._fresh_sites(state, rows)
@@ -164,7 +169,7 @@ class GLMFactor(FactorRuntime):
             g1, g2 = monte_carlo(self.likelihood, y, n, m, v, state.rng, self.samples)
         else:
             _, g1, g2 = self.approximation(self.likelihood, y, n, m, v)
-        return gaussian_site(m, g1, g2)
+        return gaussian_site(m, v, g1, g2)
 
     def _draw_batch(self, rng):
         """B rows of the first plate axis, without replacement, and the scale N/B of eq. 14."""
@@ -214,10 +219,17 @@ class GLMFactor(FactorRuntime):
         return self.expectations(state)[2]
 
 
-def gaussian_site(m, g1, g2):
-    """(ỹ, τ̃) of the Gaussian site with τ̃ = −g2 (floored at MIN_PRECISION), ỹ = m + g1/τ̃."""
-    tau = np.maximum(-g2, MIN_PRECISION)
-    return m + g1 / tau, tau
+def gaussian_site(m, v, g1, g2):
+    """(ỹ, τ̃) of the Gaussian site with τ̃ = −g2 (floored at MIN_PRECISION), ỹ = m + g1/τ̃.
+
+    A trust region on the margin: τ̃ is capped at TRUST / v, so one step can shrink a margin's
+    variance by the factor TRUST at most, while ỹ keeps the Newton target m + g1/(−g2). From a
+    wide start (a Poisson rate exp(η) with v ≈ 130: E[e^η] ≈ 1e28) the uncapped site would make a
+    precision no Cholesky factor survives; at a fixed point τ̃·v is about 1, far below the cap,
+    which therefore never moves the answer."""
+    newton = np.maximum(-g2, MIN_PRECISION)
+    tau = np.minimum(newton, TRUST / np.maximum(v, 1e-300))
+    return m + g1 / newton, tau
 
 
 def cvi_step(options) -> tuple[float, float]:

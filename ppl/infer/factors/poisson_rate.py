@@ -255,4 +255,6 @@ class PoissonRateFactor(FactorRuntime):
 
 def _sum_rows(index, values, size) -> np.ndarray:
     """Σ of values (rows, ...) over the rows reading each element: (size, ...)."""
+    if len(index) == 0:  # no row reads any element (no positive count, say)
+        return np.zeros((size,) + values.shape[1:])
     return sum_by_index(index, values.reshape(len(index), -1), size).reshape((size,) + values.shape[1:])

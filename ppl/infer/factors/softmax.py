@@ -93,7 +93,7 @@ class SoftmaxFactor(FactorRuntime):
         if self._sites is None:
             if self.rule == "cvi" and self.samples > 0:
                 g1, g2 = softmax.monte_carlo(self.y, m, v, state.rng, self.samples)
-            target, tau = gaussian_site(m, g1, g2)
+            target, tau = gaussian_site(m, v, g1, g2)
             self._sites = target, np.where(self.present, tau, 0.0)  # no site where no stick is read
         return self._sites
 
