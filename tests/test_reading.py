@@ -56,7 +56,8 @@ def test_pyarrow_and_the_csv_module_agree(tmp_path, monkeypatch, text):
     assert_same(*both_readers(monkeypatch, model, csv_file(tmp_path, text)))
 
 
-@pytest.mark.parametrize("case", sorted(p.stem for p in ERRORS.glob("*.csv")))
+@pytest.mark.parametrize("case", sorted(p.stem for p in ERRORS.glob("*.csv")  # the cases that fail in the data
+                                         if "# code: E4" in p.with_suffix(".vim").read_text(encoding="utf-8")))
 def test_the_error_catalogue_through_pyarrow(monkeypatch, case):
     model = ppl.load(ERRORS / f"{case}.vim")
     exact, arrow = both_readers(monkeypatch, model, ERRORS / f"{case}.csv")

@@ -352,7 +352,7 @@ def test_a_weighted_mixture_fits_like_its_expansion_end_to_end():
     x = np.concatenate([rng.normal(m, 0.3, 5) for m in (-6.0, 0.0, 6.0)])
     count = rng.integers(1, 5, 15).astype(float)
     text = GMM.replace("const K = 2", "const K = 3")
-    fits = [ppl.compile(t).infer(d, seed=0, tol=1e-13, max_iter=3000)
+    fits = [ppl.compile(t).infer(d, seed=0, tol=1e-13, mean_tol=1e-12, max_iter=3000)
             for t, d in ((with_weight(text), {"x": x, "count": count}), (text, _expand({"x": x}, count)))]
     assert fits[0].elbo == pytest.approx(fits[1].elbo, rel=1e-9)
     order = [np.argsort(f["mu"].mean) for f in fits]

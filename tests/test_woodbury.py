@@ -112,3 +112,25 @@ def test_the_wide_model_reaches_the_ncvmp_fixed_point_through_woodbury():
     expected = np.concatenate([x.T @ (g1 - m * g2), (-0.5 * (np.eye(400) - (x.T * g2) @ x)).reshape(-1)])
     # an ELBO flat to 1e-13 leaves λ within ~1e-6 of the fixed point (the ELBO is quadratic there)
     np.testing.assert_allclose(result.state.natural["w"].reshape(-1), expected, atol=2e-6)
+
+
+def test_a_product_with_as_many_rows_as_coefficients_reads_the_vector_whole():
+    """N = D: `X @ w` is a contraction, not a coordinate read of w row by row (the bare-vector
+    rule of a vectorised statement must not fire inside a product). The prior's E[log p(y)] is
+    Σ_n E[log σ(±x_n·w)] with x_n·w ~ N(0, |x_n|²)."""
+    from numpy.polynomial.hermite_e import hermegauss
+    import ppl
+    from ppl.infer import build_problem
+    from ppl.infer.initialise import initialise
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 4))
+    y = np.array([1, 0, 1, 1])
+    model = ppl.compile("data X: real[N, D]\ndata y: bool[N]\nw ~ MvNormal(zeros(D), eye(D))\n"
+                        "y ~ Bernoulli(logistic(X @ w))")
+    dataset = model.bind({"X": x, "y": y})
+    problem = build_problem(model.checked, dataset, model.analyze(dataset))
+    term = problem.elbo_terms(initialise(problem, np.random.default_rng(0)))["E[log p(y)]"]
+    nodes, weights = hermegauss(80)
+    eta = np.sqrt((x ** 2).sum(axis=1))[:, None] * nodes[None]
+    sign = np.where(y[:, None] > 0, 1.0, -1.0)
+    assert term == pytest.approx(np.sum(-np.logaddexp(0, -sign * eta) @ (weights / weights.sum())), rel=1e-6)

@@ -69,11 +69,13 @@ class LinearBuilder:
     def _data(self, expr) -> np.ndarray:
         return self.plate.over_components(expr)
 
-    def _parse(self, expr):
+    def _parse(self, expr, contracted: bool = False):
+        """(offset, terms) of `expr`; `contracted`: it is the vector of a product `X @ w`, read whole
+        (never coordinate by coordinate, even when the plate happens to be as long as the vector)."""
         if not self._latent(expr):
             return self._data(expr), []
         if isinstance(expr, (ast.Name, ast.Index)) and _is_read(expr):
-            coordinate = self._coordinate(expr)
+            coordinate = None if contracted and isinstance(expr, ast.Name) else self._coordinate(expr)
             if coordinate is not None:
                 return 0.0, [coordinate]
             access = self.accesses.build(expr)
@@ -133,7 +135,7 @@ class LinearBuilder:
             return _scale(offset, terms, 1.0 / self._data(expr.right))
         if not (left_latent and right_latent):
             data, latent = (expr.left, expr.right) if right_latent else (expr.right, expr.left)
-            offset, terms = self._parse(latent)
+            offset, terms = self._parse(latent, contracted=True)
             return _scale(offset, terms, self._data(data))
         o1, t1 = self._parse(expr.left)
         o2, t2 = self._parse(expr.right)
@@ -148,7 +150,7 @@ class LinearBuilder:
             return self._bilinear(left, right, expr)
         data, latent = (left, right) if self._latent(right) else (right, left)
         self._joint(latent, expr)
-        offset, terms = self._parse(latent)
+        offset, terms = self._parse(latent, contracted=True)
         if np.any(offset) or len(terms) != 1 or terms[0].vector is None:
             raise Unsupported(f"`{ast.text(expr)}` must contract data with one MvNormal vector", expr.span)
         term = terms[0]

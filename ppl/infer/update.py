@@ -22,7 +22,7 @@ def update(problem, state, name: str, damping: float) -> None:
             state.set(name, *solved)
             return
         total = total.dense()
-    if name in problem.guarded:
+    if name in problem.guarded or name in problem.damped:  # no step may leave the parameter space
         total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
     elif damping < 1.0:
         total = (1 - damping) * state.natural[name] + damping * total
