@@ -148,7 +148,8 @@ def _stream(model, data, spec, na):
 
 def _variable_span(checked, name: str):
     """Where variable `name` is drawn; for a @joint group's q, named `(mu, Lambda)`, its first."""
-    return checked.variables[name.strip("()").split(",")[0].strip()].span
+    from ppl.infer.factors.joint import key_variable
+    return checked.variables[key_variable(name)].span
 
 
 def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model:  # noqa: A001

@@ -21,6 +21,11 @@ def group_key(group) -> str:
     return f"({group.mean}, {group.precision})"
 
 
+def key_variable(name: str) -> str:
+    """The variable a q is named after: itself, or the mean of a `@joint` group keyed `(mu, Lambda)`."""
+    return name.strip("()").split(",")[0].strip()
+
+
 def _scale_of(owner, expr, partner: str):
     """s in `s * partner[...]` (1 for a bare read), as data over the owner's plate."""
     if isinstance(expr, ast.BinOp) and expr.op == "*":

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ppl.infer.access import Unsupported
+from ppl.infer.factors.joint import key_variable
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def plan_for(model, scopes: dict, latent: list, span=None, chains=()) -> Plan:
 
 def _plates(model, name: str) -> tuple:
     """Plates of a variable, or of the mean of a `@joint` group keyed `(mu, Lambda)`."""
-    return model.variables[name.strip("()").split(",")[0].strip()].plates
+    return model.variables[key_variable(name)].plates
 
 
 def schedule_report(model, scopes: dict, spec, chains=()) -> dict:

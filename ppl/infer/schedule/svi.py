@@ -63,6 +63,10 @@ class SVI:
         self.groups = source or GroupedSource.from_dataset(problem.model, problem.dataset, self.plan.group_column)
         self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
         self.globals: dict = {}
+        # an E-step starts from the globals: the locals that share a factor with one go first (z before theta)
+        touches = {n for f in problem.factors if set(f.reads) & set(self.plan.globals) for n in f.reads}
+        self.local_order = [n for n in self.plan.locals if n in touches] + \
+            [n for n in self.plan.locals if n not in touches]
 
     def bind(self, groups: np.ndarray):
         """The model bound to the rows of `groups`, its state with the current globals and locals
@@ -77,8 +81,7 @@ class SVI:
     def e_step(self, problem, state, estep: str = "vmp") -> int:
         """The local blocks of the bound groups, starting from the globals: mean field to
         convergence, or Gibbs sweeps over their exact conditional."""
-        touches = {n for f in problem.factors if set(f.reads) & set(self.plan.globals) for n in f.reads}
-        order = [n for n in self.plan.locals if n in touches] + [n for n in self.plan.locals if n not in touches]
+        order = self.local_order
         if estep == "gibbs":
             fit_locals(problem, state, order, 1, self.spec.local_tol)  # a start for the chain
             return gibbs(problem, state, order, self.spec.local_sweeps, self.rng)
