@@ -166,7 +166,9 @@ class Runner:
         (shim / "ppl").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ppl.cli "$@"\n')
         (shim / "ppl").chmod(0o755)
         self.env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
-                    "MPLBACKEND": "Agg", "COLUMNS": "200"}
+                    "MPLBACKEND": "Agg", "COLUMNS": "200",
+                    # ArviZ warns of its coming refactor at the first import of each day: not the page's output
+                    "PYTHONWARNINGS": "ignore::FutureWarning:arviz"}
         self.cache: dict = {}
         self.seconds: dict = {}
 
