@@ -398,3 +398,29 @@ def test_zero_width_data_is_a_model_error(text):
     with pytest.raises(ppl.ModelError) as error:
         ppl.compile(text)
     assert error.value.code == "E217" and error.value.span.line == text.count("\n", 0, text.index("data")) + 1
+
+
+@pytest.mark.parametrize("pieces, element, how", [
+    ("z[2] ~ Categorical(pi)\nfor t in 2..T {\n  z[t] ~ Categorical(A[z[t-1]])\n}\n", "z[1]", "by no statement"),
+    ("z[1] ~ Categorical(pi)\nz[2] ~ Categorical(pi)\nfor t in 2..T {\n  z[t] ~ Categorical(A[z[t-1]])\n}\n",
+     "z[2]", "by 2 statements"),
+    ("for t in 2..T {\n  z[t] ~ Categorical(pi)\n}\n", "z[1]", "by no statement")])
+def test_elements_drawn_twice_or_never_are_located(pieces, element, how, tmp_path):
+    """Found by (d), seed 224800: a mutated factorial HMM drew z1[2] twice (`z1[2] ~ ...` beside
+    `for t in 2..T`) and z1[1] never; the checker cannot see it when a bound is a data size, and
+    the scatter of messages failed in np.bincount."""
+    model = ("const K = 2\ndata y: real[T]\npi ~ Dirichlet(ones(K))\nfor k in 1..K {\n  A[k] ~ Dirichlet(ones(K))\n"
+             "  w[k] ~ Normal(0, 0.1)\n}\n" + pieces + "for t in 1..T {\n  y[t] ~ Normal(w[z[t]], 1.0)\n}\n")
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, "y\n2.0\n2.4\n1.0\n"), seed=0, max_iter=3)
+    assert error.value.code == "E504" and f"`{element}` is drawn {how}" in error.value.message
+
+
+def test_overflowing_joint_prior_is_located_at_its_statement(tmp_path):
+    """Found by (d), seed 206366: `beta0 = 1e300` in a @joint Normal–Gamma prior overflowed its
+    natural parameters, and the constant log-partition's Cholesky raised LinAlgError."""
+    model = ("const beta0 = 1e300\ndata y: real[N]\ntau ~ Gamma(0.5, 0.0005)\nmu ~ Normal(70.0, beta0 * tau) @joint\n"
+             "for n in 1..N {\n  y[n] ~ Normal(mu, tau)\n}\n")
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, "y\n-0.96\n0.44\n2.09\n"), seed=0, max_iter=3)
+    assert error.value.code == "E502" and error.value.span.line == 4

@@ -325,7 +325,7 @@ def _categories(coded: Coded, decl, variable, columns, source):
     numbers = _numbers(coded.labels, {})
     limit = variable.levels if isinstance(variable.levels, int) else None
     if len(numbers) and not np.isnan(numbers).any() and (numbers == np.round(numbers)).all():
-        out = (numbers < 1) | (numbers > limit if limit else False)
+        out = (numbers < 1) | ~np.isfinite(numbers) | (numbers > limit if limit else False)
         if out.any():
             row, col = coded.first(out)
             upper = f"1..{limit}" if limit else "1, 2, ..."

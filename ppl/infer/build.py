@@ -23,7 +23,7 @@ from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.lang import ast
 from ppl.lang.schedule import ScheduleSpec
-from ppl.infer.plates import Environment
+from ppl.infer.plates import Environment, check_coverage
 
 GLM_RULES = tuple(APPROXIMATIONS) + ("bound:piecewise", "bound:stick")
 AVAILABLE_RULES = ("vmp",) + GLM_RULES
@@ -153,6 +153,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
         else:
             runtimes.append(ConjugateFactor(factor, model, env, dataset, families,
                                             families[factor.target.name]))
+    check_coverage(runtimes, model, shapes)
     latent += [n for n in dataset.masks if n in families]
     neighbours = {name: [f for f in runtimes if name in f.reads] for name in latent}
     neighbours.update({c.variable: chain_neighbours(c, runtimes) if c.family == "NormalChain" else

@@ -116,6 +116,9 @@ class LinearBuilder:
             var = self.model.variables[expr.base.id]
             if var.dist != "MvNormal" or len(expr.indices) != len(var.plates) + 1:
                 return None
+            if self._latent(expr.indices[-1]):
+                raise Unsupported(f"`{ast.text(expr)}` picks a coordinate of MvNormal `{expr.base.id}` by a latent "
+                                  f"category", expr.span)
             plate_read = ast.Index(expr.base, expr.indices[:-1], expr.span) if var.plates else expr.base
             access = self.accesses.build(plate_read)
             dim = self.accesses.env.size(var.event_shape[0])

@@ -144,3 +144,24 @@ _BINARY = {
     "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "^": np.power,
     "@": lambda a, b: a @ b,
 }
+
+
+def check_coverage(runtimes, model, shapes: dict) -> None:
+    """Every element of a latent variable is drawn exactly once with these data (E504): the
+    checker proves it only when the bounds are numbers, but `z[2]` beside `for t in 3..T` leaves
+    z[1] undrawn whatever T is, as does a lone `for t in 2..T` whose z[1] is read elsewhere."""
+    by_target: dict = {}
+    for runtime in runtimes:
+        target = getattr(runtime, "target", None)
+        if target is not None and model.variables[runtime.factor.target.name].kind == "latent":
+            by_target.setdefault(runtime.factor.target.name, []).append(runtime)
+    for name, pieces in by_target.items():
+        shape = shapes[name]
+        counts = sum(np.bincount(p.target.index.reshape(-1), minlength=int(np.prod(shape))) for p in pieces)
+        bad = np.flatnonzero(counts != 1)
+        if bad.size:
+            element = ", ".join(str(i + 1) for i in np.unravel_index(bad[0], shape))
+            how = "by no statement" if counts[bad[0]] == 0 else f"by {counts[bad[0]]} statements"
+            raise ModelError("E504", f"`{name}[{element}]` is drawn {how} with these data", span=pieces[0].factor.span,
+                             hint="each element gets exactly one `~` statement: check the literal indices and "
+                                  "loop bounds of its statements")

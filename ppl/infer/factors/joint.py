@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppl.diagnostics import ModelError
 from ppl.families.normal_wishart import LOG_2PI
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
@@ -51,8 +52,16 @@ class JointPrior(FactorRuntime):
         else:
             dof, scale = p["dof"], p["scale"]
         mean = self.data(self.args["mean"])
-        self.eta = family.natural(mean=mean, beta=beta, dof=dof, scale=scale)
-        self.log_partition = family.log_partition(self.eta)  # constant: computed once
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.eta = family.natural(mean=mean, beta=beta, dof=dof, scale=scale)
+            try:
+                self.log_partition = family.log_partition(self.eta)  # constant: computed once
+            except np.linalg.LinAlgError:
+                self.log_partition = np.nan
+        if not (np.all(np.isfinite(self.eta)) and np.all(np.isfinite(self.log_partition))):
+            raise ModelError("E502", f"the prior of `{self.key}` breaks down numerically with these constants: "
+                             "its natural parameters overflow", span=factor.span,
+                             hint="a constant far outside the data's scale (near 1e300) overflows; rescale it")
         self.name = f"{factor.name}, {partner_factor.name}"
 
     def _message(self, state, access):
