@@ -90,13 +90,15 @@ def _set_globals(problem, state, posterior, names) -> None:
         if source is None:
             raise ModelError("E351", f"the posterior has no q for the global variable `{name}`",
                              span=problem.model.variables[name.strip("()").split(",")[0]].span)
-        family = problem.families[name]
-        natural = np.asarray(source.natural, dtype=float).reshape(-1, family.size)
-        if natural.shape != state.natural[name].shape:
-            raise DataError("E351", f"`{name}` has {state.natural[name].shape[0]} element(s) with the new data "
-                            f"but {natural.shape[0]} in the posterior: a size read off the data differs "
-                            "(columns of a matrix, levels of a category)", source=problem.dataset.source,
+        family, natural = problem.families[name], np.asarray(source.natural, dtype=float)
+        ours = tuple(problem.shapes[name]) + tuple(getattr(family, "event_shape", ()))
+        theirs = natural.shape[:-1] + tuple(getattr(source.family, "event_shape", ()))
+        if ours != theirs:
+            raise DataError("E351", f"`{name}` has shape {list(ours)} with the new data but {list(theirs)} in the "
+                            "posterior: a size read off the data differs (columns of a matrix, levels of a "
+                            "category)", source=problem.dataset.source,
                             hint="give the new data the columns and levels of the training data")
+        natural = natural.reshape(-1, family.size)
         state.set(name, natural.copy())
 
 

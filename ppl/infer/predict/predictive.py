@@ -5,7 +5,7 @@
   Gauss–Hermite with `NODES` nodes turns E_q[p(y | η)] into the mixture over the nodes, so
   P(y = 1) = E_q[σ(η)] for a logistic regression.
 - `y ~ Normal(η, τ)` with η linear in Gaussian variables: N(y; m, v + 1/τ) exactly for a known
-  τ; for τ ~ Gamma under q, Gauss–Legendre over the Gamma's quantiles (`GAMMA_NODES`). A latent
+  τ; for τ ~ Gamma under q, Gauss–Legendre over the Gamma's quantiles (`_gamma_nodes`). A latent
   category that selects the component (`mu[z[n]]`) mixes the components by q(z).
 
 The mean and variance of the mixture are exact sums; its quantiles are found by bisection on its
@@ -22,7 +22,7 @@ from scipy import special, stats
 from ppl.infer.linear import margin
 
 NODES = 96  # Gauss–Hermite nodes over a Gaussian margin: E[σ(η)] to 1e-12 for sd(η) up to 4
-GAMMA_NODES = 48  # Gauss–Legendre nodes over the quantiles of a Gamma precision
+GAMMA_NODES = 48  # Gauss–Legendre nodes over the quantiles of a Gamma precision (`_gamma_nodes`)
 _CONTINUOUS_STEPS = 80  # bisection steps of a continuous quantile (2^-80 of the bracket)
 
 
@@ -108,6 +108,18 @@ def _glm(f, state):
     return weights, stats.poisson, (mean,), True
 
 
+def _gamma_nodes(shape, rate):
+    """Nodes (..., J) and weights (J,) of E[h(τ)], τ ~ Gamma(shape, rate): Gauss–Legendre over the
+    quantiles u, each half [0, ½], [½, 1] through u = s⁴/2 from its end, so that nodes crowd into
+    the tails where h may be singular (E[1/τ] to 1e-8 relative for shape ≥ 3)."""
+    s, w = np.polynomial.legendre.leggauss(GAMMA_NODES // 2)
+    s, w = (s + 1) / 2, w / 2
+    u, du = 0.5 * s ** 4, w * 2 * s ** 3
+    shape, scale = shape[..., None], 1.0 / rate[..., None]
+    nodes = np.concatenate([stats.gamma.ppf(u, shape, scale=scale), stats.gamma.isf(u, shape, scale=scale)], -1)
+    return nodes, np.concatenate([du, du])
+
+
 def _gaussian(f, state):
     """Components (a selector's q) × nodes of a Gamma precision: N(m, v + 1/τ)."""
     m, v = margin(state, f.mean)
@@ -118,10 +130,8 @@ def _gaussian(f, state):
         node_weights = np.ones(1)
     else:
         natural = precision.access.gather(state.natural[precision.access.name])
-        shape, rate = natural[..., 0] + 1.0, -natural[..., 1]
-        u, node_weights = np.polynomial.legendre.leggauss(GAMMA_NODES)
-        u, node_weights = (u + 1) / 2, node_weights / 2
-        tau = precision.scale * stats.gamma.ppf(u, shape[..., None], scale=1.0 / rate[..., None])
+        tau, node_weights = _gamma_nodes(natural[..., 0] + 1.0, -natural[..., 1])
+        tau = precision.scale * tau
     weights = (r[..., None] * node_weights).reshape(r.shape[:-1] + (-1,))
     loc = np.broadcast_to(m[..., None], np.broadcast_shapes(m.shape + (1,), tau.shape))
     scale = np.sqrt(v[..., None] + 1.0 / tau)
