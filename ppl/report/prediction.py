@@ -16,7 +16,7 @@ def prediction_report(prediction, title: str) -> str:
     lines = [title]
     if prediction.group_labels:
         lines.append(f"{len(seen)} groups of {prediction.group_dim}: {int(np.sum(seen >= 0))} seen in training "
-                     f"(kept at their q), {int(np.sum(seen < 0))} new (fitted to their rows)")
+                     f"(kept at their q), {int(np.sum(seen < 0))} new (fitted to their observed rows)")
     table = prediction.table()
     rows = []
     for variable, group in groupby(table.itertuples(index=False), key=lambda row: row[0].partition("[")[0]):
