@@ -5,8 +5,6 @@ population-level q, and the exact posterior predictive density of a conjugate No
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +13,7 @@ from scipy import integrate, special, stats
 import ppl
 from ppl.cli import main
 
-warnings.simplefilter("ignore", UserWarning)  # damping notes of the ncvmp fits
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # damping notes of the ncvmp fits
 
 
 def _fit(name, frame, **options):
@@ -248,3 +246,58 @@ def test_cli_predict_and_score(tmp_path, capsys):
     assert f"log predictive density {rows['lpd'].sum():.6f} over 119 cells" in out
     assert main(["predict", model, post, str(tmp_path / "new.csv"), "-o", str(tmp_path / "pred.txt")]) == 1
     assert "E321" in capsys.readouterr().err
+
+
+def test_a_poisson_predictive_has_the_lognormal_moments():
+    """y ~ Poisson(exp(η)), η ~ N(m, v) under q: E[y] = e^(m + v/2), Var[y] = E[y] + (e^v − 1) e^(2m + v)."""
+    frame = pd.read_csv("models/poisson_regression.csv")
+    post = _fit("poisson_regression", frame.iloc[:80])
+    test = frame.iloc[80:]
+    pred = post.predict(test.drop(columns="y"))["y"]
+    mean, cov = post["w"].family.mean_cov(post["w"].natural)
+    x = test[["x1", "x2", "x3"]].to_numpy()
+    m, v = x @ mean, np.einsum("nd,de,ne->n", x, cov, x)
+    expected = np.exp(m + v / 2)
+    np.testing.assert_allclose(pred["mean"], expected, rtol=1e-10)
+    np.testing.assert_allclose(pred["sd"] ** 2, expected + np.expm1(v) * np.exp(2 * m + v), rtol=1e-8)
+    for row, (lo, hi) in enumerate(zip(pred["q2.5"], pred["q97.5"])):  # quantiles of the mixture's CDF
+        cdf = [_quadrature(m[row], v[row], lambda t, k=k: stats.poisson.cdf(k, np.exp(t))) for k in (lo - 1, lo, hi - 1, hi)]
+        assert (lo == 0 or cdf[0] < 0.025) and cdf[1] >= 0.025 and cdf[2] < 0.975 <= cdf[3]
+
+
+MIXTURE = """const K = 2
+data x: real[N]
+pi ~ Dirichlet(ones(K))
+for k in 1..K {
+  mu[k] ~ Normal(0, 0.01)
+  tau[k] ~ Gamma(2, 2)
+}
+for n in 1..N {
+  z[n] ~ Categorical(pi)
+  x[n] ~ Normal(mu[z[n]], tau[z[n]])
+}
+"""
+
+
+def test_a_mixture_scores_each_row_with_its_membership_from_the_globals_alone():
+    """Held out, x_n informs no z_n: q(z_n) ∝ exp(E[log π]), and p(x_n) = Σ_k q(z_n = k) ∫∫
+    N(x_n; μ, 1/τ) q(μ_k) q(τ_k), the τ integral by adaptive quadrature here."""
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(-2, 0.5, 100), rng.normal(3, 1, 60)]
+    post = ppl.compile(MIXTURE).infer({"x": x}, seed=0)
+    alpha = post["pi"].family.params(post["pi"].natural)["alpha"]
+    log_w = special.digamma(alpha) - special.digamma(alpha.sum())
+    w = np.exp(log_w - special.logsumexp(log_w))
+    m, v = _normal(post, "mu")
+    g = post["tau"].family.params(post["tau"].natural)
+    new = np.array([-2.0, 0.4, 3.0])
+
+    def density(y, k):
+        return integrate.quad(lambda t: stats.norm.pdf(y, m[k], np.sqrt(v[k] + 1 / t)) *
+                              stats.gamma.pdf(t, g["shape"][k], scale=1 / g["rate"][k]), 0, np.inf,
+                              epsabs=1e-14, epsrel=1e-12, limit=200)[0]
+    expected = [np.log(sum(w[k] * density(y, k) for k in range(2))) for y in new]
+    np.testing.assert_allclose(post.score({"x": new}).rows, expected, atol=1e-7)
+    pred = post.predict({"x": np.array([np.nan, 0.0])})
+    np.testing.assert_allclose(pred["z"].mean[0], w, atol=1e-12)
+    assert pred["x"]["mean"][0] == pytest.approx(w @ m, abs=1e-12)

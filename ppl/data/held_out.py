@@ -77,9 +77,10 @@ def _table(data, na) -> tuple:
 
 
 def _missing(cells) -> np.ndarray:
-    cells = np.asarray(cells, dtype=object)
-    return np.array([c is None or (isinstance(c, float) and np.isnan(c)) or (isinstance(c, str) and not c.strip())
-                     for c in cells.tolist()], dtype=bool)
+    """Empty cells: None, NaN, or blank text (vectorised through pandas)."""
+    import pandas as pd
+    series = pd.Series(np.asarray(cells, dtype=object))
+    return (series.isna() | (series.astype(str).str.strip() == "")).to_numpy()
 
 
 def _response_columns(decl, available: list, checked, source: str) -> list:
