@@ -210,7 +210,10 @@ def _held_out(args, constants) -> int:
     from pathlib import Path
     import ppl
     from ppl.cli_checks import check_output
+    from ppl.diagnostics import OptionError
     from ppl.report.prediction import prediction_report, score_report
+    if args.seed < 0:
+        raise OptionError("E325", f"--seed {args.seed}: a seed is a non-negative integer")
     if args.output:
         check_output("-o", Path(args.output), [Path(args.model), Path(args.posterior), Path(args.data)])
     model = ppl.load(args.model, set=constants)

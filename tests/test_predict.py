@@ -246,6 +246,8 @@ def test_cli_predict_and_score(tmp_path, capsys):
     assert f"log predictive density {rows['lpd'].sum():.6f} over 119 cells" in out
     assert main(["predict", model, post, str(tmp_path / "new.csv"), "-o", str(tmp_path / "pred.txt")]) == 1
     assert "E321" in capsys.readouterr().err
+    assert main(["score", model, post, str(tmp_path / "test.csv"), "--seed", "-1"]) == 1
+    assert "E325" in capsys.readouterr().err
 
 
 def test_a_poisson_predictive_has_the_lognormal_moments():
