@@ -176,6 +176,16 @@ def test_a_new_group_with_observed_rows_is_fitted_to_them(hierarchical):
     assert post.predict(ones)["a"].mean[0] > pred["a"].mean[0] + 0.5  # all-positive rows pull a up
 
 
+def test_a_seen_group_keeps_its_trained_q_whatever_its_new_rows_say(hierarchical):
+    post, test = hierarchical
+    new = test.iloc[:30].assign(site="site_b", y=1)  # 30 positive outcomes at a known site
+    pred = post.predict(new)
+    k = post.levels["site"].index("site_b")
+    assert pred.group_labels == ["site_b"] and pred.seen.tolist() == [k]
+    np.testing.assert_array_equal(pred["a"].natural[0], post["a"].natural[k])
+    np.testing.assert_array_equal(pred["b"].natural[0], post["b"].natural[k])
+
+
 KNOWN = """data y: real[N]
 mu ~ Normal(1, 2)
 y ~ Normal(mu, 4)
