@@ -92,6 +92,19 @@ def parser() -> argparse.ArgumentParser:
     plot.add_argument("--kind", choices=("all", "elbo", "marginals", "components"), default="all",
                       help="which plot (default: all that apply)")
     plot.add_argument("-o", "--output", required=True, metavar="FIG.png", help="image file (.png, .svg, .pdf)")
+    for name, what, output in (("predict", "predict for new data with a saved posterior: fit the new rows' local "
+                                "variables, give every empty response cell its predictive", "pred.csv"),
+                               ("score", "log predictive density of new data under a saved posterior, per row and "
+                                "in total (every response cell held out)", "scores.csv")):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("model", help="the .vim model the posterior was fitted to")
+        p.add_argument("posterior", help="a posterior written by `ppl infer ... --output post.json`")
+        p.add_argument("data", help="the new data (CSV or Parquet); empty or absent response cells are predicted")
+        p.add_argument("--set", action="append", default=[], type=_assignment, metavar="NAME=VALUE",
+                       help="the constants the posterior was fitted with")
+        p.add_argument("--na", action="append", default=None, metavar="TOKEN", help="a cell text that means missing")
+        p.add_argument("--seed", type=int, default=0, help="seed of the fold-in's starting point (default 0)")
+        p.add_argument("-o", "--output", metavar=output.upper(), help=f"write the full table to {output}")
     return top
 
 
@@ -192,7 +205,36 @@ def _plot(args, constants) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"check": _check, "graph": _graph, "infer": _infer, "plot": _plot}
+def _held_out(args, constants) -> int:
+    """`ppl predict` and `ppl score`: the posterior checked against the model, then the new data."""
+    from pathlib import Path
+    import ppl
+    from ppl.cli_checks import check_output
+    from ppl.diagnostics import OptionError
+    from ppl.report.prediction import prediction_report, score_report
+    if args.seed < 0:
+        raise OptionError("E325", f"--seed {args.seed}: a seed is a non-negative integer")
+    if args.output:
+        check_output("-o", Path(args.output), [Path(args.model), Path(args.posterior), Path(args.data)])
+    model = ppl.load(args.model, set=constants)
+    posterior = ppl.Posterior.load(args.posterior, model)
+    title = f"model {args.model}, posterior {args.posterior}, data {args.data}"
+    if args.command == "predict":
+        result = posterior.predict(args.data, model, args.na, args.seed)
+        if args.output:
+            result.to_csv(args.output)
+        sys.stdout.write(prediction_report(result, title))
+    else:
+        result = posterior.score(args.data, model, args.na, args.seed)
+        if args.output:
+            from ppl.report import write_atomic
+            write_atomic(args.output, result.frame().to_csv(index=False, float_format="%.10g"))
+        sys.stdout.write(score_report(result, title))
+    return EXIT_OK
+
+
+COMMANDS = {"check": _check, "graph": _graph, "infer": _infer, "plot": _plot, "predict": _held_out,
+            "score": _held_out}
 
 if __name__ == "__main__":
     sys.exit(main())

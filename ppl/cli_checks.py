@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ppl.diagnostics import OptionError
 
-OUTPUT_SUFFIXES = {"--output": (".json", ".csv", ".nc"), "--draws-output": (".csv",)}
+OUTPUT_SUFFIXES = {"--output": (".json", ".csv", ".nc"), "--draws-output": (".csv",), "-o": (".csv",)}
 
 
 def check_infer_options(args) -> None:

@@ -143,6 +143,20 @@ class Posterior:
         from ppl.infer.saved import load
         return load(path, model)
 
+    def predict(self, new_data, model=None, na=None, seed=0):
+        """Predict for new rows (`ppl.infer.predict`): the globals stay at q, the local variables of
+        new groups are fitted to the new rows, every empty response cell gets its predictive mean,
+        sd and 95% interval. `model` (a `Model` or a path) is checked against the one fitted;
+        by default the posterior's own model text is used."""
+        from ppl.infer.predict import predict
+        return predict(self, new_data, model, na, seed)
+
+    def score(self, new_data, model=None, na=None, seed=0):
+        """The log predictive density log p(y_n | training data) of every observed response cell of
+        `new_data`, by row and in total (`ppl.infer.predict.Score`), for model comparison."""
+        from ppl.infer.predict import score
+        return score(self, new_data, model, na, seed)
+
     def to_arviz(self, draws: int = 1000, seed=None, vars=None):  # noqa: A002
         """An `arviz.InferenceData` with `draws` draws from q of the variables `vars` (glob
         patterns; all by default), the data and the ELBO trace (see `ppl.report.arviz`)."""

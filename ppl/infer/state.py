@@ -39,10 +39,15 @@ class State:
         self.factored: dict = {}  # name -> λ as a GaussianSum, when it was solved that way
         self.versions: dict = {}  # name -> count of updates, so factors can reuse what is unchanged
         self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
+        self.pinned: dict = {}  # name -> (mask (elements,), λ): elements that updates leave as they are
 
     def set(self, name: str, natural: np.ndarray, moments=None, entropy=None, factored=None) -> None:
         """New λ for `name`; `moments` and `entropy` when the caller solved them already, and λ
-        `factored` as the GaussianSum it was solved from (Woodbury; ppl.infer.low_rank)."""
+        `factored` as the GaussianSum it was solved from (Woodbury; ppl.infer.low_rank). Pinned
+        elements (`pin`) keep their λ."""
+        if name in self.pinned:
+            mask, fixed = self.pinned[name]
+            natural, moments, entropy, factored = np.where(mask[:, None], fixed, natural), None, None, None
         self.natural[name] = natural
         self.factored[name] = factored
         self._moments.pop(name, None)
@@ -52,6 +57,12 @@ class State:
         if entropy is not None:
             self._entropy[name] = entropy
         self.versions[name] = self.versions.get(name, 0) + 1
+
+    def pin(self, name: str, mask: np.ndarray, natural: np.ndarray) -> None:
+        """Hold the elements `mask` of `name` at λ = `natural` (elements, size) through every later
+        update: the groups of new data that were seen in training keep their q (ppl.infer.predict)."""
+        self.pinned[name] = (mask, natural)
+        self.set(name, self.natural[name])
 
     def observe(self, name: str, stats: np.ndarray, mask: np.ndarray | None) -> None:
         self.observed[name] = (stats, mask)
@@ -123,4 +134,5 @@ class State:
         other.codes = self.codes
         other.counts = self.counts
         other.rng = self.rng
+        other.pinned = self.pinned
         return other

@@ -32,7 +32,7 @@ class Minibatches:
     """The groups of successive steps: each pass a new permutation, cut into batches of |B|."""
 
     def __init__(self, groups: int, size: int, rng):
-        self.groups, self.size, self.rng = groups, min(size, groups), rng
+        self.groups, self.size, self.rng = groups, min(size or groups, groups), rng  # None: all of them
         self.queue = np.empty(0, dtype=np.int64)
         self.visited = 0
 

@@ -1,0 +1,60 @@
+"""Prediction and held-out scoring on new data with a fitted posterior (`Posterior.predict`,
+`Posterior.score`, `ppl predict`, `ppl score`): fold-in of the new rows' local variables with the
+globals at q (`fold`), the predictive of each response cell (`predictive`), and the results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppl.infer.predict.fold import fold_in
+from ppl.infer.predict.predictive import response_mixture
+from ppl.infer.predict.result import Prediction, Score, local_marginals
+
+INTERVAL = (0.025, 0.975)
+
+
+def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
+    """The locals of the new groups, fitted, and the predictive of every empty response cell."""
+    model = model_of(posterior, model)
+    fold = fold_in(posterior, model, data, na=na, seed=seed)
+    cells = {}
+    for name, held in fold.held.items():
+        if held.any():
+            mixture = response_mixture(fold.problem, fold.state, name)
+            flat = held.reshape(-1)
+            values = [mixture.mean(), np.sqrt(mixture.var())] + [mixture.quantile(q) for q in INTERVAL]
+            cells[name] = {k: np.where(flat, v, np.nan).reshape(held.shape)
+                           for k, v in zip(("mean", "sd", "q2.5", "q97.5"), values)}
+    plates = {n: v.plates for n, v in model.checked.variables.items()}
+    return Prediction(cells, local_marginals(fold), fold.new.group_labels, fold.new.seen,
+                      fold.plan.group_dim, plates, fold.new.dataset.source)
+
+
+def score(posterior, data, model=None, na=None, seed=0) -> Score:
+    """log p(y_n | training data) of every observed response cell, each from its own predictive:
+    every response cell is held out, so no cell informs the locals another is scored with."""
+    model = model_of(posterior, model)
+    fold = fold_in(posterior, model, data, hold_all=True, na=na, seed=seed)
+    cells = {}
+    for name, observed in fold.new.observed.items():
+        mixture = response_mixture(fold.problem, fold.state, name)
+        values = np.asarray(fold.new.dataset.arrays[name], dtype=float).reshape(-1)
+        density = mixture.logpdf(values)
+        cells[name] = np.where(observed.reshape(-1), density, np.nan).reshape(observed.shape)
+    return Score(cells, fold.new.dataset.source)
+
+
+def model_of(posterior, model):
+    """The `Model` the posterior was fitted to: `model` (a `Model` or a path) checked against the
+    posterior's origin, or rebuilt from the text and constants the posterior carries."""
+    import ppl
+    from ppl.infer.saved import check_model
+    if model is None:
+        origin = posterior.origin
+        return ppl.compile(origin["text"], origin["model"], origin["constants"])
+    model = model if isinstance(model, ppl.Model) else ppl.load(model)
+    check_model(posterior.origin, model, "the posterior")
+    return model
+
+
+__all__ = ["predict", "score", "Prediction", "Score"]

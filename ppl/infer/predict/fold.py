@@ -1,0 +1,120 @@
+"""Fold-in: the local variables of new data fitted with the global variables held at q.
+
+The schedule's own E-step does the fitting (`SVI.e_step`, ppl.infer.schedule): the model is
+bound to the new rows, every global takes its natural parameters from the posterior, the locals
+start from their priors and are swept to convergence. Two additions:
+
+- a held-out response cell (empty in the new data, or every cell when scoring) has zero weight
+  in its factor, through the row-weight mechanism (ppl.infer.weights): it sends no message and
+  adds no ELBO term, so it is predicted, not imputed;
+- a group seen in training (a known `site`) is pinned at its q from training (`State.pin`);
+  only new groups are fitted, and a new group with no observed rows keeps the population-level
+  q its prior gives at the globals' q.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ppl.diagnostics import DataError, ModelError
+
+HELD = "\0held-out"  # the row-weight key of held-out cells: no plate has this name
+LOCAL_SWEEPS, LOCAL_TOL = 1000, 1e-8  # the E-step sweeps at most, and its relative tolerance
+PREDICTED = ("GLMFactor", "GaussianFactor")  # factors whose predictive ppl.infer.predict.predictive computes
+
+
+@dataclass
+class Fold:
+    """The model bound to the new data (`problem`), q after the E-step (`state`), the plan (which
+    variables are local), the new data and the cells held out (name → mask, True = held out)."""
+
+    problem: object
+    state: object
+    plan: object
+    new: object
+    held: dict
+
+
+def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) -> Fold:
+    """Bind `data` to `model`, set the globals from `posterior`, fit the locals of the new groups.
+    `hold_all`: hold out every response cell (scoring), not only the empty ones."""
+    from ppl.data.held_out import bind_new
+    from ppl.graph import analyze
+    from ppl.infer.build import build_problem
+    from ppl.infer.initialise import initialise
+    from ppl.infer.schedule.plan import plan_for
+    from ppl.infer.schedule.svi import SVI
+    from ppl.lang.schedule import ScheduleSpec
+    checked = model.checked
+    latent = [n for n, v in checked.variables.items() if v.kind == "latent"]
+    base = analyze(checked)
+    plan = plan_for(checked, base.scopes, latent, None, base.chains)
+    new = bind_new(model, data, posterior.levels, plan.group_column, na)
+    methods = {t.factor: t.rule for t in posterior.tags if t.rule != "vmp"}
+    problem = build_problem(checked, new.dataset, model.analyze(new.dataset, methods),
+                            ScheduleSpec(inner=LOCAL_SWEEPS, local_tol=LOCAL_TOL))
+    held = {name: np.ones_like(mask) if hold_all else ~mask for name, mask in new.observed.items()}
+    _hold(problem, held)
+    rng = np.random.default_rng(seed)
+    svi = SVI(problem, rng)
+    state = initialise(problem, rng)
+    _set_globals(problem, state, posterior, svi.plan.globals)
+    _pin_seen(problem, state, posterior, svi.plan, new.seen)
+    with np.errstate(all="ignore"):
+        svi.e_step(problem, state)
+    return Fold(problem, state, svi.plan, new, held)
+
+
+def _hold(problem, held: dict) -> None:
+    """Zero weight, in its factor, for every held-out cell of a response."""
+    for f in problem.factors:
+        name = f.factor.target.name
+        mask = held.get(name)
+        if mask is None or not mask.any():
+            continue
+        if type(f).__name__ not in PREDICTED or getattr(f, "dim", 0) or f.factor.dist.name == "OrderedLogistic":
+            raise ModelError("E352", f"`{name}` has cells to predict, but this version computes the predictive of "
+                             "scalar Bernoulli, Binomial, Poisson and Normal responses only", span=f.factor.span,
+                             hint=f"give every cell of `{name}` in the new data")
+        keep = f.target.gather((~mask).reshape(-1, 1).astype(float))
+        f.row_weights = {**f.row_weights, HELD: keep.reshape(f.plate.shape + (1,))}
+
+
+def _set_globals(problem, state, posterior, names) -> None:
+    """Each global's natural parameters from the posterior, its shape checked (E351)."""
+    joint = {f"({g.mean}, {g.precision})": g for g in posterior.joint}
+    for name in names:
+        source = joint.get(name) or posterior.marginals.get(name)
+        if source is None:
+            raise ModelError("E351", f"the posterior has no q for the global variable `{name}`",
+                             span=problem.model.variables[name.strip("()").split(",")[0]].span)
+        family, natural = problem.families[name], np.asarray(source.natural, dtype=float)
+        ours = tuple(problem.shapes[name]) + tuple(getattr(family, "event_shape", ()))
+        theirs = natural.shape[:-1] + tuple(getattr(source.family, "event_shape", ()))
+        if ours != theirs:
+            raise DataError("E351", f"`{name}` has shape {list(ours)} with the new data but {list(theirs)} in the "
+                            "posterior: a size read off the data differs (columns of a matrix, levels of a "
+                            "category)", source=problem.dataset.source,
+                            hint="give the new data the columns and levels of the training data")
+        natural = natural.reshape(-1, family.size)
+        state.set(name, natural.copy())
+
+
+def _pin_seen(problem, state, posterior, plan, seen: np.ndarray) -> None:
+    """The locals of groups seen in training (seen ≥ 0) held at their q from training."""
+    if plan.group_column is None or not (seen >= 0).any():
+        return
+    for name in plan.locals:
+        variable = problem.model.variables.get(name)
+        trained = posterior.marginals.get(name)
+        if variable is None or plan.group_dim not in variable.plates or trained is None:
+            continue
+        axis = variable.plates.index(plan.group_dim)
+        size = problem.families[name].size
+        shape = problem.shapes[name]
+        natural = np.take(np.asarray(trained.natural).reshape(tuple(np.shape(trained.natural)[:len(shape)]) + (size,)),
+                          np.maximum(seen, 0), axis=axis)
+        mask = np.broadcast_to(np.expand_dims(seen >= 0, tuple(i for i in range(len(shape)) if i != axis)), shape)
+        state.pin(name, mask.reshape(-1), natural.reshape(-1, size))

@@ -1,0 +1,112 @@
+"""What `predict` and `score` return: tables of the predictive and of the fitted locals, and the
+log predictive densities by cell, by row and in total."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ppl.infer.marginals import FamilyMarginal
+
+COLUMNS = ("variable", "kind", "mean", "sd", "q2.5", "q97.5")
+
+
+def local_marginals(fold) -> dict:
+    """q of every local variable of the new data after the fold-in, by name."""
+    problem, state = fold.problem, fold.state
+    return {name: FamilyMarginal(problem.families[name],
+                                 state.natural[name].reshape(problem.shapes[name] + (-1,)))
+            for name in fold.plan.locals if name in problem.model.variables}
+
+
+@dataclass
+class Prediction:
+    """`cells`: response → {mean, sd, q2.5, q97.5} arrays shaped like the response (NaN where the
+    new data gave the cell); `locals`: the fitted q of the new rows' local variables; the groups
+    of the new data (labels; `seen`: training index, −1 for a new group)."""
+
+    cells: dict
+    locals: dict
+    group_labels: list
+    seen: np.ndarray
+    group_dim: str
+    plates: dict  # variable -> plate names (for labels)
+    source: str
+
+    def __getitem__(self, name: str):
+        """A response's predictive as a DataFrame (one row per cell, NaN where given), or a local's q."""
+        if name in self.locals:
+            return self.locals[name]
+        import pandas as pd
+        return pd.DataFrame({k: v.reshape(v.shape[0], -1)[:, 0] if v.ndim > 1 else v
+                             for k, v in self.cells[name].items()})
+
+    def table(self):
+        """One row per predicted cell and per element of a local (a DataFrame): `variable` labels
+        use the group labels on the group axis (`theta[doc_7]`) and 1-based rows elsewhere."""
+        import pandas as pd
+        rows = {c: [] for c in COLUMNS}
+        for name, cell in self.cells.items():
+            index = np.argwhere(~np.isnan(cell["mean"]))
+            rows["variable"] += self._labels(name, index)
+            rows["kind"] += ["predictive"] * len(index)
+            for column in COLUMNS[2:]:
+                rows[column] += cell[column][tuple(index.T)].tolist()
+        for name, q in self.locals.items():
+            mean, sd = np.asarray(q.mean, dtype=float), np.asarray(q.sd, dtype=float)
+            quantiles = np.asarray(q.quantiles((0.025, 0.975)), dtype=float)
+            if quantiles.shape[1:] != mean.shape:
+                quantiles = np.full((2,) + mean.shape, np.nan)
+            index = np.argwhere(np.ones(mean.shape, dtype=bool))
+            rows["variable"] += self._labels(name, index)
+            rows["kind"] += [q.name] * len(index)
+            for column, values in zip(COLUMNS[2:], (mean, sd, quantiles[0], quantiles[1])):
+                rows[column] += values.reshape(-1).tolist()
+        return pd.DataFrame(rows, columns=list(COLUMNS))
+
+    def _labels(self, name: str, index: np.ndarray) -> list:
+        from ppl.infer.posterior import _labels
+        plates = self.plates.get(name, ())
+        if not self.group_labels or not plates or plates[0] != self.group_dim:
+            return _labels(name, index)
+        return [f"{name}[{','.join([str(self.group_labels[row[0]])] + [str(i + 1) for i in row[1:]])}]"
+                for row in index.tolist()]
+
+    def to_csv(self, path) -> None:
+        """The `table` as CSV, written atomically."""
+        from ppl.report.outputs import write_atomic
+        write_atomic(path, self.table().to_csv(index=False, float_format="%.10g"))
+
+
+@dataclass
+class Score:
+    """log p(y | training data) per response cell (NaN where the new data leave it empty)."""
+
+    cells: dict
+    source: str
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Per row of the new data: the sum over its observed response cells."""
+        total = 0.0
+        for values in self.cells.values():
+            total = total + np.nansum(values.reshape(values.shape[0], -1), axis=1)
+        return np.asarray(total, dtype=float)
+
+    @property
+    def total(self) -> float:
+        return float(sum(np.nansum(v) for v in self.cells.values()))
+
+    @property
+    def count(self) -> int:
+        """Observed cells scored."""
+        return int(sum(np.sum(~np.isnan(v)) for v in self.cells.values()))
+
+    def frame(self):
+        """One row per data row: `row` (1-based) and `lpd`."""
+        import pandas as pd
+        return pd.DataFrame({"row": np.arange(1, len(self.rows) + 1), "lpd": self.rows})
+
+    def __repr__(self) -> str:
+        return f"Score(total={self.total:.6f}, cells={self.count}, rows={len(self.rows)})"

@@ -1,0 +1,39 @@
+"""The terminal reports of `ppl predict` and `ppl score`."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import numpy as np
+
+from ppl.report.summary import ROWS_PER_VARIABLE, number
+from ppl.report.tables import format_table
+
+
+def prediction_report(prediction, title: str) -> str:
+    """The groups of the new data, then the table: the first rows of every variable."""
+    seen = prediction.seen
+    lines = [title]
+    if prediction.group_labels:
+        lines.append(f"{len(seen)} groups of {prediction.group_dim}: {int(np.sum(seen >= 0))} seen in training "
+                     f"(kept at their q), {int(np.sum(seen < 0))} new (fitted to their observed rows)")
+    table = prediction.table()
+    rows = []
+    for variable, group in groupby(table.itertuples(index=False), key=lambda row: row[0].partition("[")[0]):
+        group = list(group)
+        rows += [[row[0], row[1], *map(number, row[2:])] for row in group[:ROWS_PER_VARIABLE]]
+        if len(group) > ROWS_PER_VARIABLE:
+            rows.append([f"(+{len(group) - ROWS_PER_VARIABLE} more)", "", "", "", "", ""])
+    lines += ["", format_table(["variable", "kind", "mean", "sd", "2.5%", "97.5%"], rows)] if rows else \
+        ["", "nothing to predict: the new data give every response cell and have no local variables"]
+    return "\n".join(lines) + "\n"
+
+
+def score_report(score, title: str) -> str:
+    """The total log predictive density, per cell, and per response."""
+    lines = [title, f"log predictive density {score.total:.6f} over {score.count} cells in {len(score.rows)} rows "
+                    f"({score.total / max(score.count, 1):.6g} per cell)"]
+    if len(score.cells) > 1:
+        lines += [f"  {name}: {np.nansum(v):.6f} over {int(np.sum(~np.isnan(v)))} cells"
+                  for name, v in score.cells.items()]
+    return "\n".join(lines) + "\n"
