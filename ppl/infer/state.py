@@ -52,6 +52,8 @@ class State:
         if entropy is not None:
             self._entropy[name] = entropy
         self.versions[name] = self.versions.get(name, 0) + 1
+        if hasattr(self.families.get(name), "distribute"):  # a Gaussian block: its members' marginals
+            self.families[name].distribute(self)
 
     def observe(self, name: str, stats: np.ndarray, mask: np.ndarray | None) -> None:
         self.observed[name] = (stats, mask)

@@ -1,0 +1,182 @@
+"""A Gaussian block in the engine: where each member's elements sit in the stacked vector z,
+the block's q as a family (natural parameter ↔ mean and covariance blocks, entropy), and the
+rows c_p by which a factor reads z (η_p = c_pᵀ z + the rest of its linear form).
+
+Members that belong to the group plate (one element per group: `a[g]`, `b[g]`) are the
+arrow's groups; every other member is in the dense corner (ppl.infer.arrow). After every
+update the block hands each member its marginal, so that reports, draws and the factors that
+read one member at a time see q(a), q(mu) as before.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from ppl.diagnostics import ModelError
+from ppl.infer.arrow import ArrowLayout, entropy, solve
+from ppl.infer.state import NumericalBreakdown
+
+MAX_DENSE = 1000  # coordinates of the corner plus one group: a dense solve of that size per update
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where member `name`'s elements sit: `local` (element g is group g, coordinate `base`
+    of the group) or in the corner (element e at coordinate `base + e`)."""
+
+    name: str
+    local: bool
+    base: int
+    elements: int
+
+
+def layout_for(block, model, env, scopes: dict):
+    """(ArrowLayout, placements, group plate) of `block`, or None for a `--gaussian-block all`
+    block whose dense part exceeds MAX_DENSE (mean field then; an explicit block is E380)."""
+    plates = {m: model.variables[m].plates for m in block.members}
+    local = [p[0] for m, p in plates.items() if len(p) == 1 and scopes.get(m, ("global",))[0] == "local"]
+    group_plate = Counter(local).most_common(1)[0][0] if local else None
+    placements, corner, width = {}, 0, 0
+    for m in block.members:
+        elements = int(np.prod([env.size(d) for d in plates[m]], dtype=np.int64))
+        if group_plate is not None and plates[m] == (group_plate,) and scopes.get(m, ("global",))[0] == "local":
+            placements[m] = Placement(m, True, width, elements)
+            width += 1
+        else:
+            placements[m] = Placement(m, False, corner, elements)
+            corner += elements
+    groups = env.size(group_plate) if group_plate is not None else 0
+    if corner + width > MAX_DENSE:
+        if block.automatic:
+            return None
+        raise ModelError("E380", f"the Gaussian block {block.key} has {corner} coordinates outside the group plate "
+                         f"and {width} per group: over the {MAX_DENSE} this version solves densely",
+                         span=model.variables[block.members[0]].span,
+                         hint="leave the largest non-group members out of the block")
+    return ArrowLayout(corner, groups, width), placements, group_plate
+
+
+def describe(block, layout_and_more) -> str:
+    """What `ppl check` says of a block's layout."""
+    if layout_and_more is None:
+        return f"{block.reason}: too large for one block (over {MAX_DENSE} dense coordinates): mean field"
+    layout, placements, plate = layout_and_more
+    groups = f" + {layout.groups} groups ({plate}) × {layout.local}" if layout.groups else ""
+    return (f"one Gaussian q of dimension {layout.dim} = {layout.corner} global{groups}; arrow-shaped precision, "
+            f"solved in O(groups) ({block.reason})")
+
+
+def describe_blocks(model, dataset, analysis) -> list[str]:
+    """`describe` of every block of `analysis` on `dataset`."""
+    from ppl.infer.plates import Environment
+    env = Environment(model, dataset)
+    return [describe(b, layout_for(b, model, env, analysis.scopes)) for b in analysis.gaussian]
+
+
+class BlockFamily:
+    """q(z) = N(J⁻¹h, J⁻¹) with an arrow-shaped J: the family of a block's one natural parameter."""
+
+    name = "GaussianBlock"
+
+    def __init__(self, key: str, layout: ArrowLayout, placements: dict, member_families: dict):
+        self.key, self.layout, self.placements = key, layout, placements
+        self.members = member_families  # member -> Normal family
+        self.size = layout.size
+
+    def neutral(self) -> np.ndarray:
+        return self.layout.neutral()
+
+    def valid(self, natural) -> np.ndarray:
+        try:
+            solve(self.layout, natural)
+        except np.linalg.LinAlgError:
+            return np.zeros(np.shape(natural)[:-1], dtype=bool)
+        return np.all(np.isfinite(natural), axis=-1)
+
+    def solve(self, natural):
+        """(the ArrowSolution, entropy) — State caches both as the block's moments."""
+        try:
+            solution = solve(self.layout, natural)
+        except np.linalg.LinAlgError as exc:
+            raise NumericalBreakdown(next(iter(self.members)), f"the precision of the Gaussian block {self.key} "
+                                     f"is not positive definite ({exc})") from None
+        return solution, entropy(self.layout, solution)
+
+    def mean(self, natural) -> np.ndarray:
+        """E[z], corner then groups (the stopping rule's location)."""
+        sol = solve(self.layout, natural)
+        return np.concatenate([sol.mean_c, sol.mean_l.ravel()])
+
+    def sd(self, natural) -> np.ndarray:
+        sol = solve(self.layout, natural)
+        return np.sqrt(np.concatenate([np.diagonal(sol.cov_cc), np.diagonal(sol.cov_ll, axis1=1, axis2=2).ravel()]))
+
+    def distribute(self, state) -> None:
+        """Set every member's q to its marginal under the block (mean and variance per element)."""
+        sol = state.moments(self.key)
+        for name, place in self.placements.items():
+            if place.local:
+                mean, var = sol.mean_l[:, place.base], sol.cov_ll[:, place.base, place.base]
+            else:
+                s = slice(place.base, place.base + place.elements)
+                mean, var = sol.mean_c[s], np.diagonal(sol.cov_cc)[s]
+            state.set(name, self.members[name].natural(mean=mean, precision=1.0 / var))
+
+
+class BlockRows:
+    """The block part of a scalar linear form over a factor's P plate elements:
+    η_p = Cg[p]·z_c + Cl[p]·z_{group[p]}, from (member, element index, coefficient) triples."""
+
+    def __init__(self, family: BlockFamily, parts, elements: int, span=None):
+        layout = family.layout
+        self.layout = layout
+        self.cg = np.zeros((elements, layout.corner))
+        self.cl = np.zeros((elements, layout.local))
+        group = np.full(elements, -1)
+        rows = np.arange(elements)
+        for name, index, coef in parts:
+            place = family.placements[name]
+            index, coef = np.broadcast_to(index, (elements,)), np.broadcast_to(coef, (elements,))
+            if place.local:
+                clash = (group >= 0) & (group != index)
+                if clash.any():
+                    raise ModelError("E384", f"an element reads the group effects of two different groups "
+                                     f"(`{name}`): the block's precision would not be arrow-shaped", span=span,
+                                     hint="leave one of the two variables out of the block")
+                group = np.where(coef != 0, index, group)
+                np.add.at(self.cl, (rows, place.base), coef)
+            else:
+                np.add.at(self.cg, (rows, place.base + index), coef)
+        self.group = np.where(group >= 0, group, layout.groups)  # G: a row with no group effect
+        self.by_group = sparse.csr_matrix((np.ones(elements), (self.group, rows)),
+                                          shape=(layout.groups + 1, elements))
+
+    def mean(self, sol) -> np.ndarray:
+        """E[c_pᵀ z] per element."""
+        local = np.vstack([sol.mean_l, np.zeros((1, self.layout.local))])[self.group]
+        return self.cg @ sol.mean_c + np.sum(self.cl * local, axis=1)
+
+    def variance(self, sol) -> np.ndarray:
+        """Var[c_pᵀ z] = c_pᵀ Σ c_p per element, from the corner, its group and their cross block."""
+        g, l, c = self.layout.groups, self.layout.local, self.layout.corner
+        cov_ll = np.concatenate([sol.cov_ll, np.zeros((1, l, l))])[self.group]
+        cov_lc = np.concatenate([sol.cov_lc, np.zeros((1, l, c))])[self.group]
+        return (np.sum((self.cg @ sol.cov_cc) * self.cg, axis=1)
+                + 2 * np.einsum("pi,pij,pj->p", self.cl, cov_lc, self.cg)
+                + np.einsum("pi,pij,pj->p", self.cl, cov_ll, self.cl))
+
+    def message(self, tau: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """The natural parameter of Π_p N(target_p | c_pᵀ z, 1/tau_p) in z: h = Σ τ t c,
+        J = Σ τ c cᵀ, summed into the arrow's blocks (one sparse product per block kind)."""
+        g, l, c = self.layout.groups, self.layout.local, self.layout.corner
+        wt = tau * target
+        h_c = self.cg.T @ wt
+        h_l = (self.by_group @ (self.cl * wt[:, None]))[:g]
+        a = (self.cg.T * tau) @ self.cg
+        d = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cl[:, None, :]).reshape(-1, l * l))
+        b = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cg[:, None, :]).reshape(-1, l * c))
+        return self.layout.pack(h_c, h_l, a, d[:g].reshape(g, l, l), b[:g].reshape(g, l, c))[None, :]
