@@ -185,8 +185,9 @@ def _run_record(args, constants) -> dict:
     """What produced a result file: ppl's version, the seed, the options and the input paths."""
     from ppl import __version__
     options = {"set": constants, "method": dict(args.method), "max_iter": args.max_iter, "tol": args.tol,
-               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws,
-               "gaussian_block": args.gaussian_block}
+               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws}
+    if args.gaussian_block is not None:
+        options["gaussian_block"] = args.gaussian_block
     return {"ppl": __version__, "seed": args.seed, "options": options,
             "inputs": {"model": args.model, "data": args.data}}
 
