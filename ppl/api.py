@@ -106,7 +106,7 @@ class Model:
             fall. Default: on when every rule is `vmp`; True turns it on for the other
             deterministic rules (ncvmp, the bounds, laplace, delta), False off.
         gaussian_block : str, optional
-            ``"all"``: one joint Gaussian q over every Normal latent variable (mean field when
+            ``"all"``: one joint Gaussian q over every Normal and MvNormal latent (mean field when
             the block would be too large); ``"none"``: mean field; ``"mu,a,b"``: those
             variables. Overrides the model's `block` statements (docs/language.md).
         """

@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--method", action="append", default=[], type=_assignment, metavar="FACTOR=RULE",
                        help="choose the update rule for a factor (vmp, ncvmp, cvi, jaakkola, ...)")
         p.add_argument("--gaussian-block", metavar="all|none|NAMES", default=None,
-                       help="one joint Gaussian q over every Normal latent (all, when its size allows), none "
+                       help="one joint Gaussian q over every Normal and MvNormal latent (all, when its size allows), none "
                             "(mean field), or the listed ones (mu,a,b); overrides the model's `block` statements")
         p.add_argument("--na", action="append", default=None, metavar="TOKEN",
                        help="a cell text that means missing, besides empty, NA, NaN, nan, N/A, NULL, null, ...")

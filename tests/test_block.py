@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import multivariate_normal
 
@@ -57,6 +58,24 @@ for n in 1..N {
 """
 
 
+# the same with two fixed effects as one MvNormal vector, contracted with the rows of X
+KNOWN_NOISE_VECTOR = """
+const noise = 2.0
+data g: cat(G)[N]
+data X: real[N, 2] from (x, x2)
+data y: real[N]
+mu ~ Normal(0, 1)
+w ~ MvNormal(zeros(2), eye(2))
+for k in 1..G {
+  a[k] ~ Normal(mu, 4.0)
+}
+for n in 1..N {
+  y[n] ~ Normal(a[g[n]] + dot(X[n], w) + 0.5, noise)
+}
+block (mu, w, a)
+"""
+
+
 def small_data(seed=0, groups=5, rows=40):
     rng = np.random.default_rng(seed)
     g = rng.integers(0, groups, rows)
@@ -66,21 +85,21 @@ def small_data(seed=0, groups=5, rows=40):
     return {"g": np.array([f"g{k}" for k in g]), "x": x, "y": y}
 
 
-def exact_posterior(data, noise=2.0, prior_a=4.0, offset=0.5):
-    """Mean, covariance and log evidence of z = (mu, w, a_1..a_G) in KNOWN_NOISE, densely."""
+def exact_posterior(data, noise=2.0, prior_a=4.0, offset=0.5, fixed=("x",)):
+    """Mean, covariance and log evidence of z = (mu, w, a_1..a_G) in KNOWN_NOISE (w: one
+    coefficient per column in `fixed`), densely."""
     levels = sorted(set(data["g"]))
     code = np.array([levels.index(v) for v in data["g"]])
-    groups, rows = len(levels), len(code)
-    dim = 2 + groups
-    prior = np.zeros((dim, dim))  # precision of the prior: mu ~ N(0, 1), w ~ N(0, 1), a_k − mu ~ N(0, 1/4)
-    prior[0, 0] = prior[1, 1] = 1.0
+    groups, rows, f = len(levels), len(code), 1 + len(fixed)
+    dim = f + groups
+    prior = np.eye(dim) * (np.arange(dim) < f)  # mu ~ N(0, 1), w ~ N(0, I), a_k − mu ~ N(0, 1/4)
     for k in range(groups):
         c = np.zeros(dim)
-        c[2 + k], c[0] = 1.0, -1.0
+        c[f + k], c[0] = 1.0, -1.0
         prior += prior_a * np.outer(c, c)
     design = np.zeros((rows, dim))
-    design[np.arange(rows), 2 + code] = 1.0
-    design[:, 1] = data["x"]
+    design[np.arange(rows), f + code] = 1.0
+    design[:, 1:f] = np.column_stack([data[c] for c in fixed])
     precision = prior + noise * design.T @ design
     cov = np.linalg.inv(precision)
     mean = cov @ (noise * design.T @ (data["y"] - offset))
@@ -104,6 +123,27 @@ def test_the_block_fixed_point_is_the_exact_gaussian_posterior():
     meanfield = ppl.compile(KNOWN_NOISE).infer(data, seed=0, **TIGHT)
     assert meanfield.elbo < evidence - 1e-3  # mean field is not exact here
     assert meanfield["mu"].sd < sd[0]
+
+
+def test_an_mvnormal_member_read_through_a_contraction_is_exact_too():
+    data = small_data(3)
+    data["x2"] = np.random.default_rng(5).normal(size=len(data["y"]))
+    mean, cov, evidence = exact_posterior(data, fixed=("x", "x2"))
+    post = ppl.compile(KNOWN_NOISE_VECTOR).infer(pd.DataFrame(data), seed=0, **TIGHT)
+    np.testing.assert_allclose(post["w"].mean, mean[1:3], atol=1e-8)
+    np.testing.assert_allclose(post["w"].sd, np.sqrt(np.diagonal(cov)[1:3]), rtol=1e-8)
+    np.testing.assert_allclose(post["a"].mean, mean[3:], atol=1e-8)
+    np.testing.assert_allclose(post["mu"].sd, np.sqrt(cov[0, 0]), rtol=1e-8)
+    assert post.elbo == pytest.approx(evidence, abs=1e-7)
+
+
+def test_a_single_mvnormal_in_a_block_is_its_own_q():
+    model = ppl.load(MODELS / "linear_regression_known_noise.vim")
+    data = str(MODELS / "linear_regression_known_noise.csv")
+    block, alone = model.infer(data, seed=0, gaussian_block="all"), model.infer(data, seed=0)
+    assert block.elbo == pytest.approx(alone.elbo, abs=1e-9)
+    np.testing.assert_allclose(block["w"].mean, alone["w"].mean, atol=1e-10)
+    np.testing.assert_allclose(block["w"].sd, alone["w"].sd, rtol=1e-10)
 
 
 def test_the_switch_and_the_statement_give_the_same_block():
@@ -223,7 +263,7 @@ def test_block_statement_errors(text, code, where):
      "E381", "one Normal read times data"),
     ("data y: real[N]\na ~ Normal(0, 1)\nb ~ Normal(0, 1)\ny ~ Normal(a + b, 1.0)\nschedule svi(batch=1)\n", "all",
      "E382", "batch schedule only"),
-    (KNOWN_NOISE, "mu, alpha", "E383", "`alpha` is not a Normal latent"),
+    (KNOWN_NOISE, "mu, alpha", "E383", "`alpha` is not a Normal or MvNormal latent"),
     ("data g: cat(G)[N]\ndata h: cat(G)[N]\ndata y: bool[N]\nfor k in 1..G {\n  a[k] ~ Normal(0, 1)\n}\n"
      "for n in 1..N {\n  y[n] ~ Bernoulli(logistic(a[g[n]] - a[h[n]]))\n}\n", "all", "E384", "two different groups"),
 ])

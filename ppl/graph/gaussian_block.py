@@ -1,5 +1,5 @@
 """Which latent variables share one joint Gaussian q: the model's `block` statements, or every
-Normal latent with `--gaussian-block all` (`Model.infer(gaussian_block="all")`).
+Gaussian (Normal, MvNormal) latent with `--gaussian-block all` (`Model.infer(gaussian_block="all")`).
 
 The analyzer only names the members; the engine lays them out (globals in a dense corner, the
 group effects of one group plate as the arrow's groups, ppl.infer.arrow) and refuses a block
@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from ppl.diagnostics import ModelError, OptionError, nearest
 
 SWITCH_VALUES = ("all", "none")
+GAUSSIAN = ("Normal", "MvNormal")
 
 
 @dataclass(frozen=True)
 class GaussianBlock:
-    """Normal latent variables with one joint Gaussian q."""
+    """Normal and MvNormal latent variables with one joint Gaussian q."""
 
     members: tuple[str, ...]
     reason: str
@@ -31,7 +32,7 @@ class GaussianBlock:
 
 def gaussian_blocks(model, switch: str | None, groups=(), chains=()) -> tuple[GaussianBlock, ...]:
     """The blocks of `model`: its `block` statements, replaced by `switch` when given: "all"
-    (every Normal latent outside a `@joint` group or a chain), "none" (mean field), or a
+    (every Normal and MvNormal latent outside a `@joint` group or a chain), "none" (mean field), or a
     comma-separated list of members (one block)."""
     taken = {g.mean for g in groups} | {g.precision for g in groups} | {c.variable for c in chains}
     if switch is None:
@@ -40,7 +41,7 @@ def gaussian_blocks(model, switch: str | None, groups=(), chains=()) -> tuple[Ga
         blocks = []
     elif switch.strip() == "all":
         members = tuple(n for n, v in model.variables.items()
-                        if v.kind == "latent" and v.dist == "Normal" and n not in taken)
+                        if v.kind == "latent" and v.dist in GAUSSIAN and n not in taken)
         blocks = [GaussianBlock(members, "--gaussian-block all", automatic=True)] if members else []
     else:
         blocks = [GaussianBlock(_listed(model, switch), "--gaussian-block")]
@@ -56,11 +57,11 @@ def gaussian_blocks(model, switch: str | None, groups=(), chains=()) -> tuple[Ga
 def _listed(model, switch: str) -> tuple[str, ...]:
     """The members named by `--gaussian-block mu,a,b` (E383 for a name that is not a Normal latent)."""
     names = tuple(n.strip() for n in switch.split(",") if n.strip())
-    latent = [n for n, v in model.variables.items() if v.kind == "latent" and v.dist == "Normal"]
+    latent = [n for n, v in model.variables.items() if v.kind == "latent" and v.dist in GAUSSIAN]
     for name in names:
         if name not in latent:
             guess = nearest(name, latent)
-            raise OptionError("E383", f"--gaussian-block {switch}: `{name}` is not a Normal latent variable",
+            raise OptionError("E383", f"--gaussian-block {switch}: `{name}` is not a Normal or MvNormal latent variable",
                               hint=f"give {', '.join(repr(v) for v in SWITCH_VALUES)} or names among "
                                    f"{', '.join(latent) or '(none)'}" + (f"; did you mean `{guess}`?" if guess else ""))
     if not names or len(set(names)) != len(names):

@@ -25,13 +25,20 @@ MAX_DENSE = 1000  # coordinates of the corner plus one group: a dense solve of t
 
 @dataclass(frozen=True)
 class Placement:
-    """Where member `name`'s elements sit: `local` (element g is group g, coordinate `base`
-    of the group) or in the corner (element e at coordinate `base + e`)."""
+    """Where member `name`'s elements (each `width` coordinates: 1 for a Normal, D for an
+    MvNormal) sit: `local` (element g is group g, coordinates `base + k` of the group) or in the
+    corner (element e at coordinates `base + e·width + k`)."""
 
     name: str
     local: bool
     base: int
     elements: int
+    width: int = 1
+
+    def coordinates(self, index: np.ndarray) -> np.ndarray:
+        """(elements read, width): the coordinates of elements `index` (within their group if local)."""
+        k = np.arange(self.width)
+        return self.base + k[None, :] + (0 if self.local else self.width * np.asarray(index)[:, None])
 
 
 def layout_for(block, model, env, scopes: dict):
@@ -43,12 +50,13 @@ def layout_for(block, model, env, scopes: dict):
     placements, corner, width = {}, 0, 0
     for m in block.members:
         elements = int(np.prod([env.size(d) for d in plates[m]], dtype=np.int64))
+        event = int(np.prod([env.size(d) for d in model.variables[m].event_shape], dtype=np.int64))
         if group_plate is not None and plates[m] == (group_plate,) and scopes.get(m, ("global",))[0] == "local":
-            placements[m] = Placement(m, True, width, elements)
-            width += 1
+            placements[m] = Placement(m, True, width, elements, event)
+            width += event
         else:
-            placements[m] = Placement(m, False, corner, elements)
-            corner += elements
+            placements[m] = Placement(m, False, corner, elements, event)
+            corner += elements * event
     groups = env.size(group_plate) if group_plate is not None else 0
     if corner + width > MAX_DENSE:
         if block.automatic:
@@ -116,15 +124,37 @@ class BlockFamily:
         return np.sqrt(np.concatenate([np.diagonal(sol.cov_cc), np.diagonal(sol.cov_ll, axis1=1, axis2=2).ravel()]))
 
     def distribute(self, state) -> None:
-        """Set every member's q to its marginal under the block (mean and variance per element)."""
+        """Set every member's q to its marginal under the block (mean and covariance per element)."""
         sol = state.moments(self.key)
         for name, place in self.placements.items():
             if place.local:
-                mean, var = sol.mean_l[:, place.base], sol.cov_ll[:, place.base, place.base]
+                s = slice(place.base, place.base + place.width)
+                mean, cov = sol.mean_l[:, s], sol.cov_ll[:, s, s]
             else:
-                s = slice(place.base, place.base + place.elements)
-                mean, var = sol.mean_c[s], np.diagonal(sol.cov_cc)[s]
-            state.set(name, self.members[name].natural(mean=mean, precision=1.0 / var))
+                at = place.coordinates(np.arange(place.elements))
+                mean, cov = sol.mean_c[at], sol.cov_cc[at[:, :, None], at[:, None, :]]
+            family = self.members[name]
+            if family.name == "Normal":
+                state.set(name, family.natural(mean=mean[:, 0], precision=1.0 / cov[:, 0, 0]))
+            else:
+                state.set(name, family.natural(mean=mean, precision=np.linalg.inv(cov)))
+
+    def place(self, name: str, index: np.ndarray, natural: np.ndarray) -> np.ndarray:
+        """The per-element natural messages (P, D + D²) of MvNormal member `name` at elements
+        `index` (P,), summed into the block's natural parameter."""
+        layout, place = self.layout, self.placements[name]
+        d, g, l, c = place.width, layout.groups, layout.local, layout.corner
+        h, j = natural[:, :d], -2 * natural[:, d:].reshape(-1, d, d)
+        at = place.coordinates(index)
+        h_c, h_l, a = np.zeros(c), np.zeros((g, l)), np.zeros((c, c))
+        blocks = np.zeros((g, l, l))
+        if place.local:
+            np.add.at(h_l, (index[:, None], at), h)
+            np.add.at(blocks, (index[:, None, None], at[:, :, None], at[:, None, :]), j)
+        else:
+            np.add.at(h_c, at, h)
+            np.add.at(a, (at[:, :, None], at[:, None, :]), j)
+        return layout.pack(h_c, h_l, a, blocks, np.zeros((g, l, c)))[None, :]
 
 
 class BlockRows:
@@ -138,19 +168,19 @@ class BlockRows:
         self.cl = np.zeros((elements, layout.local))
         group = np.full(elements, -1)
         rows = np.arange(elements)
-        for name, index, coef in parts:
+        for name, index, coef in parts:  # coef: (elements, width) over the member's coordinates
             place = family.placements[name]
-            index, coef = np.broadcast_to(index, (elements,)), np.broadcast_to(coef, (elements,))
+            at = place.coordinates(index)
             if place.local:
                 clash = (group >= 0) & (group != index)
                 if clash.any():
                     raise ModelError("E384", f"an element reads the group effects of two different groups "
                                      f"(`{name}`): the block's precision would not be arrow-shaped", span=span,
                                      hint="leave one of the two variables out of the block")
-                group = np.where(coef != 0, index, group)
-                np.add.at(self.cl, (rows, place.base), coef)
+                group = np.where(np.any(coef != 0, axis=1), index, group)
+                np.add.at(self.cl, (rows[:, None], at), coef)
             else:
-                np.add.at(self.cg, (rows, place.base + index), coef)
+                np.add.at(self.cg, (rows[:, None], at), coef)
         self.group = np.where(group >= 0, group, layout.groups)  # G: a row with no group effect
         self.by_group = sparse.csr_matrix((np.ones(elements), (self.group, rows)),
                                           shape=(layout.groups + 1, elements))
@@ -177,6 +207,6 @@ class BlockRows:
         h_c = self.cg.T @ wt
         h_l = (self.by_group @ (self.cl * wt[:, None]))[:g]
         a = (self.cg.T * tau) @ self.cg
-        d = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cl[:, None, :]).reshape(-1, l * l))
-        b = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cg[:, None, :]).reshape(-1, l * c))
+        d = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cl[:, None, :]).reshape(tau.size, l * l))
+        b = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cg[:, None, :]).reshape(tau.size, l * c))
         return self.layout.pack(h_c, h_l, a, d[:g].reshape(g, l, l), b[:g].reshape(g, l, c))[None, :]

@@ -40,9 +40,9 @@ def block_runtime(factor, model, env, dataset, families, block, rule):
     from ppl.infer.factors.block import BlockGaussian, BlockGLM, refuse
     if rule is not None and factor.dist.name in GLM_DISTRIBUTIONS and factor.target.name not in block.members:
         return BlockGLM(factor, model, env, dataset, families, rule[0], rule[1], block)
-    if rule is None and factor.dist.name == "Normal":
+    if rule is None and factor.dist.name in ("Normal", "MvNormal"):
         return BlockGaussian(factor, model, env, dataset, families, block)
-    raise refuse(factor, f"through {factor.dist.name}: a block runs Normal statements and scalar GLM likelihoods")
+    raise refuse(factor, f"through {factor.dist.name}: a block runs Normal and MvNormal statements and scalar GLM likelihoods")
 
 
 def in_blocks(latent: list, blocks: dict) -> list:

@@ -45,20 +45,24 @@ class _BlockReads:
             if not members.intersection(names):
                 rest.append(term)
                 continue
-            if len(names) != 1 or term.vector is not None:
-                raise refuse(self.factor, f"in `{' * '.join(names)}`: a block term is one Normal read times data")
-            coef = self._flat(term.coef)
-            parts.append((names[0], self._flat(term.scalars[0].index), -coef if target_sign else coef))
+            if len(names) != 1 or (term.vector is not None and not term.contract):
+                raise refuse(self.factor, f"in `{' * '.join(names)}`: a block term is one Normal read times "
+                             "data, or data contracted with one MvNormal (`X @ w`)")
+            read = term.reads()[0]
+            coef = self._flat(term.coef, event=term.vector is not None)
+            parts.append((names[0], self._flat(read.index)[:, 0], -coef if target_sign else coef))
         if target_sign and self.factor.target.name in members:
-            parts.append((self.factor.target.name, self._flat(self.target.index), np.ones(1)))
+            parts.append((self.factor.target.name, self._flat(self.target.index)[:, 0], np.ones((1, 1))))
         self.block_key = block.key
         self.rows = BlockRows(family, parts, int(np.prod(self.plate.shape, dtype=np.int64)), self.factor.span)
         self.rest = LinearForm(form.offset, rest, form.event)
         self.reads[block.key] = []
 
-    def _flat(self, a) -> np.ndarray:
-        """An index or coefficient over plate + (1,), broadcast, as one value per plate element."""
-        return np.broadcast_to(a, self.builder.shape()).reshape(-1)
+    def _flat(self, a, event: bool = False) -> np.ndarray:
+        """An index or coefficient over plate + (1,) [+ (D,) for an `event`], broadcast, as rows
+        (P, 1 or D)."""
+        a = np.asarray(a) if event else np.asarray(a)[..., None]
+        return np.broadcast_to(a, self.builder.shape() + a.shape[-1:]).reshape(-1, a.shape[-1])
 
     def _block_moments(self, state):
         """(E[c_pᵀz], Var[c_pᵀz]) in the factor's plate + (1,) shape."""
@@ -78,9 +82,13 @@ class BlockGaussian(_BlockReads, GaussianFactor):
 
     def __init__(self, factor, model, env, dataset, families, block):
         super().__init__(factor, model, env, dataset, families)
-        if self.dim:
-            raise refuse(factor, "as an MvNormal")
         self.member_target = factor.target.name in block.members
+        if self.dim:  # an MvNormal member's own prior: its value message, placed into z
+            if not self.member_target or any(r.name in block.members for r in self.mean.reads()):
+                raise refuse(factor, "as the mean of an MvNormal: a vector member's prior must not read the block")
+            self.block_key, self.family = block.key, families[block.key]
+            self.reads[block.key] = []
+            return
         self._attach(block, families[block.key], self.mean, target_sign=True)
 
     def _residual(self, state):
@@ -93,6 +101,8 @@ class BlockGaussian(_BlockReads, GaussianFactor):
         return y1 - mean_rest, var_rest + (y2 - y1 * y1)
 
     def _squared_error(self, state):
+        if self.dim:  # only its value reads the block: the member's marginal is all it needs
+            return super()._squared_error(state)
         e1, ev = self._residual(state)
         b1, bv = self._block_moments(state)
         return (b1 + e1) ** 2 + bv + ev
@@ -100,6 +110,10 @@ class BlockGaussian(_BlockReads, GaussianFactor):
     def message(self, state, name, factored=False):
         if name != self.block_key:
             return super().message(state, name, factored)
+        if self.dim:
+            value = self._to_value(state)
+            value = np.broadcast_to(value, self.builder.shape() + value.shape[-1:]).reshape(-1, value.shape[-1])
+            return self.family.place(self.factor.target.name, self._flat(self.target.index)[:, 0], value)
         prec, _ = self.precision.expect(state)
         return self._to_block(prec, self._residual(state)[0])
 
