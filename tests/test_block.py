@@ -146,6 +146,20 @@ def test_a_single_mvnormal_in_a_block_is_its_own_q():
     np.testing.assert_allclose(block["w"].sd, alone["w"].sd, rtol=1e-10)
 
 
+def test_row_weights_in_a_block_give_the_expanded_data_answer():
+    """models/surgical.csv (a row per hospital and outcome, weighted by `count`) against
+    models/surgical_expanded.csv (a row per operation): the same q under a block."""
+    grouped = ppl.load(MODELS / "surgical.vim").infer(str(MODELS / "surgical.csv"), seed=0,
+                                                      gaussian_block="all", **TIGHT)
+    expanded = ppl.load(MODELS / "surgical_expanded.vim").infer(str(MODELS / "surgical_expanded.csv"), seed=0,
+                                                                gaussian_block="all", **TIGHT)
+    assert grouped.elbo == pytest.approx(expanded.elbo, abs=1e-6)
+    np.testing.assert_allclose(grouped["b"].mean, expanded["b"].mean, atol=1e-6)
+    np.testing.assert_allclose(grouped["mu"].sd, expanded["mu"].sd, rtol=1e-6)
+    meanfield = ppl.load(MODELS / "surgical.vim").infer(str(MODELS / "surgical.csv"), seed=0, **TIGHT)
+    assert grouped.elbo > meanfield.elbo
+
+
 def test_the_switch_and_the_statement_give_the_same_block():
     data = small_data(1)
     statement = ppl.compile(KNOWN_NOISE + "block (mu, w, a)\n").infer(data, seed=0, **TIGHT)

@@ -36,9 +36,10 @@ class _BlockReads:
     def _attach(self, block, family, form, target_sign=None):
         if self.components > 1:
             raise refuse(self.factor, "through a latent category (a mixture)")
-        if self.row_weights:
-            raise refuse(self.factor, "under row weights")
         members = set(block.members)
+        weighted = [m for m in members if set(self.row_weights) & set(self.model.variables[m].plates)]
+        if weighted:  # its entropy would be weighted too: not in a block
+            raise refuse(self.factor, f"`{weighted[0]}` on a plate with row weights")
         parts, rest = [], []
         for term in form.terms:
             names = [r.name for r in term.reads()]
@@ -73,6 +74,8 @@ class _BlockReads:
     def _to_block(self, tau, mean_rest):
         """The message to z of Gaussians of precision `tau` on r = c_pᵀz + e with E[e] = `mean_rest`."""
         shape = self.builder.shape()
+        count = self.count(self.block_key)  # row weights: a weighted row is that many rows
+        tau = tau if count is None else tau * count
         return self.rows.message(np.broadcast_to(tau, shape).reshape(-1),
                                  -np.broadcast_to(mean_rest, shape).reshape(-1))
 
