@@ -1,26 +1,24 @@
-"""NUTS reference posterior for the breast-cancer logistic regression (run once, by hand).
+"""NUTS reference posteriors for models of `models/` (run once, by hand; CI does not need them).
 
-The model is the one of models/logistic_regression.vim, written again in NumPyro:
+Each model is written again in NumPyro, with the priors of its `.vim` file:
 
-    w ~ Normal(0, 1) for each of the D = 31 columns x1..x31 of models/logistic_regression.csv
-        (x1 is the intercept column of ones, x2..x31 the standardised features)
-    y[n] ~ Bernoulli(logistic(X[n] · w))
+- `breast_cancer` (models/logistic_regression.vim): w ~ Normal(0, 1) on each of the D = 31
+  columns x1..x31 (x1 the intercept column of ones), y[n] ~ Bernoulli(logistic(X[n] · w));
+  writes tests/fixtures/breast_cancer_nuts.json (tests/test_nonconjugate.py);
+- `hierarchical_logistic` (models/hierarchical_logistic.vim): mu_a, mu_b ~ Normal(0, 1),
+  tau_a, tau_b ~ Gamma(1, 1) (precisions), a[g] ~ Normal(mu_a, sd 1/√tau_a), b[g] likewise,
+  y[n] ~ Bernoulli(logistic(a[site[n]] + b[site[n]] x[n])); writes
+  tests/fixtures/hierarchical_logistic_nuts.json (tests/test_block.py).
 
 NUTS (NumPyro, float64) runs 4 chains × 2000 warm-up + 4000 kept draws from a fixed seed;
-split R-hat and the effective sample size of every coefficient are computed over the 4 chains.
-The result goes to tests/fixtures/breast_cancer_nuts.json:
+split R-hat and the effective sample size of every element are computed over the 4 chains.
+The fixture holds, per element in `names` order, the posterior "mean" and "sd" over all kept
+draws, with "rhat_max", "ess_min", "draws", "command", "numpyro_version", "jax_version", ...
 
-    {"mean": [...], "sd": [...], "rhat_max", "ess_min", "draws", "command",
-     "numpyro_version", "jax_version", ...}
+    python3 benchmarks/nuts_reference.py [--model breast_cancer|hierarchical_logistic] [--seed 0]
+                                         [--warmup 2000] [--samples 4000] [--chains 4] [--out PATH]
 
-where mean and sd are the posterior mean and standard deviation of w[1..31] over all kept
-draws. tests/test_nonconjugate.py compares ppl's NC-VMP posterior means with these (the test
-is skipped when the file is missing; CI does not need NumPyro or JAX).
-
-    python3 benchmarks/nuts_reference.py [--seed 0] [--warmup 2000] [--samples 4000] [--chains 4]
-                                         [--out tests/fixtures/breast_cancer_nuts.json]
-
-Needs `pip install numpyro` (with jax). About two minutes on 2 CPUs.
+Needs `pip install numpyro` (with jax). Under a minute each on 2 CPUs.
 """
 
 from __future__ import annotations
@@ -36,28 +34,62 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-CSV = ROOT / "models" / "logistic_regression.csv"
-DEFAULT_OUT = ROOT / "tests" / "fixtures" / "breast_cancer_nuts.json"
+FIXTURES = ROOT / "tests" / "fixtures"
 
 
-def load_data():
-    table = pd.read_csv(CSV)
+def breast_cancer(numpyro, dist, jnp):
+    """(model, data, description) of models/logistic_regression.vim."""
+    csv = ROOT / "models" / "logistic_regression.csv"
+    table = pd.read_csv(csv)
     columns = [c for c in table.columns if c != "y"]
     if columns != [f"x{i}" for i in range(1, len(columns) + 1)]:
-        raise SystemExit(f"unexpected columns in {CSV}: {columns}")
-    x = table[columns].to_numpy(dtype=float)
-    y = table["y"].to_numpy(dtype=float)
-    return x, y, columns
+        raise SystemExit(f"unexpected columns in {csv}: {columns}")
+    x = jnp.asarray(table[columns].to_numpy(dtype=float))
+    y = jnp.asarray(table["y"].to_numpy(dtype=float))
+
+    def model():
+        w = numpyro.sample("w", dist.Normal(jnp.zeros(x.shape[1]), 1.0).to_event(1))
+        numpyro.sample("y", dist.Bernoulli(logits=x @ w), obs=y)
+
+    return model, csv, ["w"], {
+        "columns": columns,
+        "model": "w ~ Normal(0, 1) on every column incl. the intercept x1; y ~ Bernoulli(logistic(X @ w))"}
+
+
+def hierarchical_logistic(numpyro, dist, jnp):
+    """(model, data, description) of models/hierarchical_logistic.vim (levels: sorted labels)."""
+    csv = ROOT / "models" / "hierarchical_logistic.csv"
+    table = pd.read_csv(csv)
+    levels = sorted(table["site"].unique())
+    site = jnp.asarray(table["site"].map({s: i for i, s in enumerate(levels)}).to_numpy())
+    x, y = jnp.asarray(table["x"].to_numpy(dtype=float)), jnp.asarray(table["y"].to_numpy(dtype=float))
+
+    def model():
+        mu_a = numpyro.sample("mu_a", dist.Normal(0.0, 1.0))
+        tau_a = numpyro.sample("tau_a", dist.Gamma(1.0, 1.0))
+        mu_b = numpyro.sample("mu_b", dist.Normal(0.0, 1.0))
+        tau_b = numpyro.sample("tau_b", dist.Gamma(1.0, 1.0))
+        a = numpyro.sample("a", dist.Normal(mu_a, 1 / jnp.sqrt(tau_a)).expand([len(levels)]).to_event(1))
+        b = numpyro.sample("b", dist.Normal(mu_b, 1 / jnp.sqrt(tau_b)).expand([len(levels)]).to_event(1))
+        numpyro.sample("y", dist.Bernoulli(logits=a[site] + b[site] * x), obs=y)
+
+    return model, csv, ["mu_a", "tau_a", "mu_b", "tau_b", "a", "b"], {
+        "levels": levels, "model": "models/hierarchical_logistic.vim (tau: precisions, Gamma(shape, rate))"}
+
+
+MODELS = {"breast_cancer": breast_cancer, "hierarchical_logistic": hierarchical_logistic}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="breast_cancer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=2000)
     parser.add_argument("--samples", type=int, default=4000)
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    out = args.out or FIXTURES / f"{args.model}_nuts.json"
 
     import numpyro  # imported here so that --help works without it
 
@@ -69,15 +101,8 @@ def main(argv=None) -> int:
     from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
     from numpyro.infer import MCMC, NUTS
 
-    x, y, columns = load_data()
-    n, d = x.shape
-    print(f"data: {CSV.relative_to(ROOT)}: N = {n} rows, D = {d} columns ({columns[0]} = intercept, "
-          f"{int(y.sum())} of y = 1)")
-
-    def model(x, y):
-        w = numpyro.sample("w", dist.Normal(jnp.zeros(d), 1.0).to_event(1))
-        numpyro.sample("y", dist.Bernoulli(logits=x @ w), obs=y)
-
+    model, csv, variables, extra = MODELS[args.model](numpyro, dist, jnp)
+    print(f"model {args.model}, data {csv.relative_to(ROOT)}")
     chain_method = "parallel" if jax.local_device_count() >= args.chains else "sequential"
     print(f"NUTS: {args.chains} chains ({chain_method}, {jax.local_device_count()} devices) x "
           f"{args.warmup} warm-up + {args.samples} draws, seed {args.seed}, float64; "
@@ -85,26 +110,34 @@ def main(argv=None) -> int:
     mcmc = MCMC(NUTS(model, target_accept_prob=0.8), num_warmup=args.warmup, num_samples=args.samples,
                 num_chains=args.chains, chain_method=chain_method, progress_bar=False)
     start = time.perf_counter()
-    mcmc.run(jax.random.PRNGKey(args.seed), jnp.asarray(x), jnp.asarray(y))
+    mcmc.run(jax.random.PRNGKey(args.seed))
     seconds = time.perf_counter() - start
 
-    draws = np.asarray(mcmc.get_samples(group_by_chain=True)["w"])  # (chains, samples, D)
+    samples = mcmc.get_samples(group_by_chain=True)
+    names, columns = [], []
+    for v in variables:  # every element, in the order of the posterior table: (chains, samples) each
+        draws = np.asarray(samples[v]).reshape(args.chains, args.samples, -1)
+        scalar = np.ndim(samples[v]) == 2
+        names += [v] if scalar else [f"{v}[{i + 1}]" for i in range(draws.shape[-1])]
+        columns.append(draws)
+    draws = np.concatenate(columns, axis=-1)
     rhat = np.asarray(split_gelman_rubin(draws))
     ess = np.asarray(effective_sample_size(draws))
     divergences = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
-    flat = draws.reshape(-1, d)
+    flat = draws.reshape(-1, draws.shape[-1])
     mean, sd = flat.mean(axis=0), flat.std(axis=0, ddof=1)
     print(f"ran in {seconds:.1f} s; divergences: {divergences}")
-    print(f"split R-hat max {rhat.max():.4f} (w[{rhat.argmax() + 1}]); "
-          f"ESS min {ess.min():.0f} (w[{ess.argmin() + 1}]) of {flat.shape[0]} draws")
-    print(f"{'':>6} {'mean':>9} {'sd':>7} {'R-hat':>7} {'ESS':>7}")
-    for j in range(d):
-        print(f"w[{j + 1:>2}] {mean[j]:9.4f} {sd[j]:7.4f} {rhat[j]:7.4f} {ess[j]:7.0f}")
+    print(f"split R-hat max {rhat.max():.4f} ({names[rhat.argmax()]}); "
+          f"ESS min {ess.min():.0f} ({names[ess.argmin()]}) of {flat.shape[0]} draws")
+    print(f"{'':>8} {'mean':>9} {'sd':>7} {'R-hat':>7} {'ESS':>7}")
+    for j, name in enumerate(names):
+        print(f"{name:>8} {mean[j]:9.4f} {sd[j]:7.4f} {rhat[j]:7.4f} {ess[j]:7.0f}")
     if rhat.max() >= 1.01 or ess.min() <= 1000:
         print("WARNING: R-hat >= 1.01 or ESS <= 1000: run longer (--samples) before using this reference",
               file=sys.stderr)
 
     result = {
+        "names": names,
         "mean": mean.tolist(),
         "sd": sd.tolist(),
         "rhat_max": float(rhat.max()),
@@ -117,21 +150,19 @@ def main(argv=None) -> int:
         "warmup": args.warmup,
         "samples_per_chain": args.samples,
         "seed": args.seed,
-        "columns": columns,
-        "model": "w ~ Normal(0, 1) on every column incl. the intercept x1; y ~ Bernoulli(logistic(X @ w))",
-        "data": str(CSV.relative_to(ROOT)),
+        **extra,
+        "data": str(csv.relative_to(ROOT)),
         "seconds": round(seconds, 1),
-        "command": "python3 benchmarks/nuts_reference.py " + " ".join(
-            shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
+        "command": ("python3 benchmarks/nuts_reference.py " + " ".join(
+            shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))).rstrip(),
         "numpyro_version": numpyro.__version__,
         "jax_version": jax.__version__,
     }
-    result["command"] = result["command"].rstrip()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(args.out)
-    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    tmp.replace(out)
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
 
 

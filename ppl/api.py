@@ -33,18 +33,23 @@ class Model:
         from ppl.graph import build
         return build(self.checked, dataset)
 
-    def analyze(self, dataset=None, methods: dict | None = None):
+    def analyze(self, dataset=None, methods: dict | None = None, gaussian_block: str | None = None):
         """The rule, with its reason, for every (factor, latent variable) edge."""
         from ppl.graph import analyze
-        return analyze(self.checked, dataset, methods)
+        return analyze(self.checked, dataset, methods, gaussian_block)
 
-    def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None, na=None) -> dict:
+    def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None, na=None,
+                     gaussian_block: str | None = None) -> dict:
         """The `ppl check --format json` document."""
         from ppl.infer.schedule.plan import schedule_report
         from ppl.lang.schedule import parse_schedule
         dataset = self.bind(data, na=na) if data is not None else None
-        analysis = self.analyze(dataset, methods)
+        analysis = self.analyze(dataset, methods, gaussian_block)
         report = analysis.to_json(self.checked, self.graph(dataset))
+        if dataset is not None and analysis.gaussian:
+            from ppl.infer.block import describe_blocks
+            for entry, text in zip(report["gaussian_blocks"], describe_blocks(self.checked, dataset, analysis)):
+                entry["layout"] = text
         report["schedule"] = schedule_report(self.checked, analysis.scopes,
                                              parse_schedule(schedule) if schedule else None, analysis.chains)
         return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
@@ -52,7 +57,8 @@ class Model:
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
               progress=None, record_terms: bool = False, schedule: str | None = None, na=None,
-              stream: bool = False, mean_tol: float = 1e-5, accelerate: bool | None = None):
+              stream: bool = False, mean_tol: float = 1e-5, accelerate: bool | None = None,
+              gaussian_block: str | None = None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -99,6 +105,10 @@ class Model:
             SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
             fall. Default: on when every rule is `vmp`; True turns it on for the other
             deterministic rules (ncvmp, the bounds, laplace, delta), False off.
+        gaussian_block : str, optional
+            ``"all"``: one joint Gaussian q over every Normal and MvNormal latent (mean field when
+            the block would be too large); ``"none"``: mean field; ``"mu,a,b"``: those
+            variables. Overrides the model's `block` statements (docs/language.md).
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
@@ -109,7 +119,7 @@ class Model:
         source = _stream(model.checked, data, spec, na) if stream else None
         try:
             dataset = source.take(np.arange(min(source.groups, spec.batch))) if source else model.bind(data, na=na)
-            analysis = model.analyze(dataset, methods)
+            analysis = model.analyze(dataset, methods, gaussian_block)
             problem = build_problem(model.checked, dataset, analysis, spec)
             options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
                               record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)

@@ -46,6 +46,9 @@ def parser() -> argparse.ArgumentParser:
                        help="override a constant declared with `const`")
         p.add_argument("--method", action="append", default=[], type=_assignment, metavar="FACTOR=RULE",
                        help="choose the update rule for a factor (vmp, ncvmp, cvi, jaakkola, ...)")
+        p.add_argument("--gaussian-block", metavar="all|none|NAMES", default=None,
+                       help="one joint Gaussian q over every Normal and MvNormal latent (all, when its size allows), none "
+                            "(mean field), or the listed ones (mu,a,b); overrides the model's `block` statements")
         p.add_argument("--na", action="append", default=None, metavar="TOKEN",
                        help="a cell text that means missing, besides empty, NA, NaN, nan, N/A, NULL, null, ...")
 
@@ -136,7 +139,8 @@ def _check(args, constants) -> int:
     import ppl
     from ppl.report import check_report
     model = ppl.load(args.model, set=constants)
-    report = model.check_report(args.data, dict(args.method), args.schedule, na=args.na)
+    report = model.check_report(args.data, dict(args.method), args.schedule, na=args.na,
+                                gaussian_block=args.gaussian_block)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -150,7 +154,7 @@ def _graph(args, constants) -> int:
     from ppl.graph import to_dot
     model = ppl.load(args.model, set=constants)
     dataset = model.bind(args.data, na=args.na) if args.data else None
-    model.analyze(dataset, dict(args.method))  # an unknown rule or factor in --method is an error here too
+    model.analyze(dataset, dict(args.method), args.gaussian_block)  # an unknown rule or name is an error here too
     sys.stdout.write(to_dot(model.graph(dataset)))
     return EXIT_OK
 
@@ -174,7 +178,8 @@ def _infer(args, constants) -> int:
             posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                                     restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                     progress=stop, record_terms=args.trace_terms, schedule=args.schedule, na=args.na,
-                                    stream=args.stream, mean_tol=args.mean_tol, accelerate=args.accelerate)
+                                    stream=args.stream, mean_tol=args.mean_tol, accelerate=args.accelerate,
+                                    gaussian_block=args.gaussian_block)
     finally:
         if progress is not None:
             progress.close()
@@ -194,6 +199,8 @@ def _run_record(args, constants) -> dict:
     from ppl import __version__
     options = {"set": constants, "method": dict(args.method), "max_iter": args.max_iter, "tol": args.tol,
                "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws}
+    if args.gaussian_block is not None:
+        options["gaussian_block"] = args.gaussian_block
     return {"ppl": __version__, "seed": args.seed, "options": options,
             "inputs": {"model": args.model, "data": args.data}}
 

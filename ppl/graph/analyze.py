@@ -10,6 +10,7 @@ from ppl.diagnostics import ModelError, OptionError, nearest
 from ppl.graph import forms
 from ppl.graph.chain import find_chains
 from ppl.graph.conjugacy import applicable, match
+from ppl.graph.gaussian_block import gaussian_blocks
 from ppl.graph.joint import joint_groups
 from ppl.lang import ast
 from ppl.lang.model import CheckedModel, Factor
@@ -48,6 +49,7 @@ class Analysis:
     blocks: tuple[Block, ...]
     groups: tuple = ()  # joint.Group: variables sharing one factor of q
     chains: tuple = ()  # chain.Chain: variables whose q is one Markov chain (Gaussian or discrete)
+    gaussian: tuple = ()  # gaussian_block.GaussianBlock: Normal variables with one joint Gaussian q
 
     def for_factor(self, factor: str) -> tuple[Tag, ...]:
         return tuple(t for t in self.tags if t.factor == factor)
@@ -73,11 +75,14 @@ class Analysis:
             "chains": [{"variable": c.variable, "factors": [c.first, c.transition], "reason": c.reason,
                         "family": c.family, "sequences": c.sequences} for c in self.chains],
             "weights": [{"plate": plate, "weight": name} for plate, name in model.weights.items()],
+            "gaussian_blocks": [{"variables": list(b.members), "reason": b.reason} for b in self.gaussian],
         }
 
 
-def analyze(model: CheckedModel, dataset=None, methods: dict | None = None) -> Analysis:
-    """Tag the edges of `model`; `methods` maps factor names to rules (`--method y=cvi`)."""
+def analyze(model: CheckedModel, dataset=None, methods: dict | None = None,
+            gaussian_block: str | None = None) -> Analysis:
+    """Tag the edges of `model`; `methods` maps factor names to rules (`--method y=cvi`);
+    `gaussian_block` ("all", "none" or member names) replaces the model's `block` statements."""
     methods = _resolve_methods(model, methods or {})
     latent = {n for n, v in model.variables.items() if v.kind == "latent"}
     partial = set(dataset.masks) if dataset is not None else set()
@@ -102,7 +107,9 @@ def analyze(model: CheckedModel, dataset=None, methods: dict | None = None) -> A
                 tags.append(_tag(model, factor, role, body, var, requested, in_block, target))
         if requested is not None and requested[0] != "vmp" and len(tags) == before:
             _nothing_to_apply(factor, requested)
-    return Analysis(_merge_roles(tags), scopes, blocks, groups, find_chains(model))
+    chains = find_chains(model)
+    return Analysis(_merge_roles(tags), scopes, blocks, groups, chains,
+                    gaussian_blocks(model, gaussian_block, groups, chains))
 
 
 def _nothing_to_apply(factor: Factor, requested) -> None:

@@ -60,7 +60,7 @@ class Squarem:
                 self._elbo = before
                 return before, False
             self.accepted += 1
-        self.history.append(dict(state.natural))
+        self.history.append({n: state.natural[n] for n in self.problem.latent})  # not a block's members
         self._elbo = elbo
         return elbo, True
 

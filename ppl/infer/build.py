@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl import families as fam
-from ppl.diagnostics import DataError
+from ppl.diagnostics import DataError, ModelError
 from ppl.infer.access import Unsupported
+from ppl.infer.block_build import block_read_by, block_runtime, gaussian_families, in_blocks
 from ppl.infer.factors.chain import ChainTransition, chain_neighbours
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.discrete_chain import ChainStart, DiscreteTransition, discrete_chain_neighbours
@@ -113,6 +114,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             discrete_chain_family(chain, model, dataset, env)
     runtimes, latent = _joint_factors(model, dataset, env, analysis, families, shapes)
     runtimes += _discrete_chain_factors(model, env, analysis, families)
+    blocks, notes = gaussian_families(model, env, analysis, families, shapes)
     done = {f.factor.name for f in runtimes} | {
         f.name for g in analysis.groups for f in model.factors_of(g.precision)}
     for factor in model.factors:
@@ -120,15 +122,17 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             continue
         rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
         nonconjugate = rules & set(GLM_RULES)
-        if factor.name in transitions:
+        block = block_read_by(factor, blocks, model)
+        if block is not None:
+            runtimes.append(block_runtime(factor, model, env, dataset, families, block,
+                                          _rule(factor, analysis, nonconjugate) if nonconjugate else None))
+        elif factor.name in transitions:
             if nonconjugate:
                 raise Unsupported(f"rule `{sorted(nonconjugate)[0]}` on the chain transition `{factor.name}`: "
                                   "its updates are conjugate (vmp)", factor.span)
             runtimes.append(ChainTransition(factor, model, env, dataset, families))
         elif nonconjugate:
-            # one rule per factor: the annotated one, else the analyzer's default ncvmp
-            rule = next(iter(sorted(nonconjugate - {"ncvmp"})), "ncvmp")
-            options = next(t.options for t in analysis.for_factor(factor.name) if t.rule == rule)
+            rule, options = _rule(factor, analysis, nonconjugate)
             if rule == "cvi" and gamma_role(factor, model) is not None:
                 runtimes.append(GammaCVIFactor(factor, model, env, dataset, families, options))
                 continue
@@ -154,6 +158,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             runtimes.append(ConjugateFactor(factor, model, env, dataset, families,
                                             families[factor.target.name]))
     check_coverage(runtimes, model, shapes)
+    latent = in_blocks(latent, blocks)
     latent += [n for n in dataset.masks if n in families]
     neighbours = {name: [f for f in runtimes if name in f.reads] for name in latent}
     neighbours.update({c.variable: chain_neighbours(c, runtimes) if c.family == "NormalChain" else
@@ -163,6 +168,10 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             f.attach(neighbours)
     scopes = dict(analysis.scopes)
     scopes.update({group_key(g): analysis.scopes[g.mean] for g in analysis.groups})
+    scopes.update({b.key: ("global", f"one Gaussian q over {', '.join(b.members)}") for b in blocks.values()})
+    if blocks and (schedule or model.schedule or ScheduleSpec()).stochastic:
+        raise ModelError("E382", f"a Gaussian block ({next(iter(blocks))}) runs under the batch schedule only",
+                         span=(schedule or model.schedule).span, hint="drop the block or the stochastic schedule")
     order = [n for n in latent if scopes.get(n, ("local",))[0] == "global"] + \
             [n for n in latent if scopes.get(n, ("local",))[0] != "global"]
     steps = {}
@@ -176,17 +185,24 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             steps[name] = (min(beta, steps.get(name, (1.0, 0))[0]), kappa)
     stochastic = any(f.samples > 0 or getattr(f, "batch", None) for f in cvi)
     guarded = tuple(sorted({n for f in runtimes if isinstance(f, positive_q) for n in f.reads}))
+    notes = tuple(notes)
     pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
     glms = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor, SoftmaxVectorFactor))]
-    damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads}))
+    damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads if n in latent}))
     approximate = sorted({f.rule for f in glms if f.rule in APPROXIMATE_RULES})
-    notes = (f"{' and '.join(approximate)}: the reported ELBO is Wang & Blei's second-order approximation "
-             "(eq. 19), not a bound",) if approximate else ()
+    notes += (f"{' and '.join(approximate)}: the reported ELBO is Wang & Blei's second-order approximation "
+              "(eq. 19), not a bound",) if approximate else ()
     low_rank = tuple(n for n in latent if isinstance(families.get(n), fam.MvNormal) and shapes.get(n) == ())
     local = [n for n in order if scopes.get(n, ("local",))[0] != "global"]
     return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
                    stochastic, pure, damped, guarded, notes, low_rank, scopes,
                    schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
+
+
+def _rule(factor, analysis, nonconjugate: set) -> tuple[str, dict]:
+    """(rule, options) of a non-conjugate factor: the annotated rule, else the analyzer's default ncvmp."""
+    rule = next(iter(sorted(nonconjugate - {"ncvmp"})), "ncvmp")
+    return rule, next(t.options for t in analysis.for_factor(factor.name) if t.rule == rule)
 
 
 def _discrete_chain_factors(model, env, analysis, families) -> list:

@@ -22,6 +22,7 @@ _NEUTRAL = {
     "Beta": lambda f: f.natural(a=1.0, b=1.0),
     "Categorical": lambda f: f.natural(probs=np.full(f.k, 1.0 / f.k)),
     "CategoricalChain": lambda f: np.zeros(f.size),
+    "GaussianBlock": lambda f: f.neutral(),
     "NormalWishart": lambda f: f.natural(mean=np.zeros(f.dim), beta=1.0, dof=f.dim + 1.0, scale=np.eye(f.dim)),
 }
 

@@ -57,6 +57,8 @@ class State:
         if entropy is not None:
             self._entropy[name] = entropy
         self.versions[name] = self.versions.get(name, 0) + 1
+        if hasattr(self.families.get(name), "distribute"):  # a Gaussian block: its members' marginals
+            self.families[name].distribute(self)
 
     def pin(self, name: str, mask: np.ndarray, natural: np.ndarray) -> None:
         """Hold the elements `mask` of `name` at λ = `natural` (elements, size) through every later

@@ -182,8 +182,17 @@ class Schedule:
     span: Span
 
 
+@dataclass(frozen=True)
+class GaussianBlock:
+    """``block (mu, a, b)``: one joint Gaussian q over these Normal latent variables."""
+
+    names: tuple[str, ...]
+    name_spans: tuple[Span, ...]
+    span: Span
+
+
 Stmt = Union[Sample, Define, Loop]
-Item = Union[ConstDecl, DataDecl, Schedule, Sample, Define, Loop]
+Item = Union[ConstDecl, DataDecl, Schedule, GaussianBlock, Sample, Define, Loop]
 
 
 @dataclass(frozen=True)

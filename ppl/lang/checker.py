@@ -15,6 +15,7 @@ from ppl.lang.declarations import check_declarations
 from ppl.lang.exprtypes import Scope, index_range, infer
 from ppl.lang.model import CheckedModel, Definition, Plate
 from ppl.lang.rules import RULES, WORD_OPTIONS
+from ppl.lang.blocks import check_blocks
 from ppl.lang.schedule import check_schedule
 from ppl.lang.statements import type_define, type_sample, widen_to_pieces
 
@@ -53,7 +54,7 @@ def check(program: ast.Program, overrides: dict | None = None) -> CheckedModel:
         sizes=dict(scope.sizes), variables=dict(scope.variables), factors=tuple(factors),
         definitions={k: tuple(v) for k, v in definitions.items()},
         data={i.name: i for i in program.items if isinstance(i, ast.DataDecl)}, overrides=overrides,
-        schedule=check_schedule(program.items))
+        schedule=check_schedule(program.items), blocks=check_blocks(program.items, scope.variables))
 
 
 def _reads_itself(stmt) -> bool:

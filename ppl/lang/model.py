@@ -95,6 +95,7 @@ class CheckedModel:
     data: dict  # name -> ast.DataDecl
     overrides: dict = field(default_factory=dict)
     schedule: object = None  # ppl.lang.schedule.ScheduleSpec, or None: the default batch schedule
+    blocks: tuple = ()  # members of each `block` statement (ppl.lang.blocks)
 
     def factor(self, name: str) -> Factor:
         for f in self.factors:

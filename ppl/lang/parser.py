@@ -84,7 +84,7 @@ _TERMINAL_NAMES = {
     "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`", "RBRACE": "`}`",
     "COMMA": "`,`", "COLON": "`:`", "SEMICOLON": "`;`", "PLUS": "`+`", "MINUS": "`-`",
     "STAR": "`*`", "SLASH": "`/`", "AT": "`@`", "CIRCUMFLEX": "`^`", "$END": "end of file",
-    "CONST": "`const`", "DATA": "`data`", "SCHEDULE": "`schedule`", "FOR": "`for`", "IN": "`in`",
+    "CONST": "`const`", "DATA": "`data`", "SCHEDULE": "`schedule`", "BLOCK": "`block`", "FOR": "`for`", "IN": "`in`",
     "FROM": "`from`",
 }
 
@@ -128,6 +128,10 @@ class _Builder(Transformer):
 
     def schedule_decl(self, meta, name, *kwargs):
         return ast.Schedule(str(name), tuple(k for k in kwargs if k is not None), self._s(meta))
+
+    def block_decl(self, meta, *names):
+        return ast.GaussianBlock(tuple(str(n) for n in names), tuple(_tok_span(self.source, n) for n in names),
+                                 self._s(meta))
 
     def type(self, meta, elem, levels, dims):
         return ast.TypeSpec(str(elem), levels, dims or (), self._s(meta))

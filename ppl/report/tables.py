@@ -45,6 +45,9 @@ def check_report(report: dict, title: str) -> str:
         parts.extend(["", f"joint q: {', '.join(group['variables'])} — {group['reason']}"])
     for chain in report.get("chains", []):
         parts.extend(["", f"chain q: {chain['variable']} — {chain['reason']}"])
+    for block in report.get("gaussian_blocks", []):
+        layout = block.get("layout", f"one joint Gaussian q ({block['reason']}; its size is known with the data)")
+        parts.extend(["", f"Gaussian block: {', '.join(block['variables'])} — {layout}"])
     for block in report.get("blocks", []):
         parts.extend(["", f"local block: {', '.join(block['variables'])} — {block['reason']}"])
     schedule = report.get("schedule")

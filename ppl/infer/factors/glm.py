@@ -137,7 +137,7 @@ class GLMFactor(FactorRuntime):
         while the variables read by η are unchanged (the sites and the ELBO term need the same)."""
         key = self.version_key(state)
         if getattr(self, "_expectations_key", None) != key:
-            m, v = margin(state, self.margin)
+            m, v = self._margin(state)
             self._expectations_key = key
             self._expectations = (m, v) + tuple(self.approximation(self.likelihood, self.y, self.n, m, v))
         return self._expectations
@@ -160,7 +160,11 @@ class GLMFactor(FactorRuntime):
     def _rows(self, state, rows):
         """(y, n, m, v) on `rows` of the first plate axis (a minibatch, or `slice(None)`)."""
         y, n = (np.broadcast_to(a, self.y.shape)[rows] for a in (self.y, self.n))
-        return (y, n) + margin(state, self.margin, rows)
+        return (y, n) + self._margin(state, rows)
+
+    def _margin(self, state, rows=None):
+        """(mean, variance) of η under q on `rows` of the first plate axis (all rows when None)."""
+        return margin(state, self.margin, rows)
 
     def _fresh_sites(self, state, rows):
         """(ỹ, τ̃) on the rows of a minibatch (first plate axis) from the current q."""

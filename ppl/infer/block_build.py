@@ -1,0 +1,56 @@
+"""Gaussian blocks in `build_problem`: their families, the runtimes of the factors that read
+their members, and the latent list with each block in place of its members."""
+
+from __future__ import annotations
+
+from ppl.graph import forms
+from ppl.infer.block import BlockFamily, describe, layout_for
+
+
+def gaussian_families(model, env, analysis, families: dict, shapes: dict):
+    """({key: GaussianBlock} of the blocks that run, notes); adds each block's family. A
+    `--gaussian-block all` block too large for one q runs as mean field, and a note says so."""
+    blocks, notes = {}, []
+    for block in analysis.gaussian:
+        placed = layout_for(block, model, env, analysis.scopes)
+        if placed is None:
+            notes.append(describe(block, None))
+            continue
+        layout, placements, _ = placed
+        families[block.key] = BlockFamily(block.key, layout, placements, {m: families[m] for m in block.members})
+        shapes[block.key] = ()
+        blocks[block.key] = block
+    return blocks, notes
+
+
+def block_read_by(factor, blocks: dict, model):
+    """The block whose members `factor` draws or reads, or None (E381 for two blocks)."""
+    found = [b for b in blocks.values() if factor.target.name in b.members or any(
+        forms.reads(forms.inline(e, model.definitions), m) for e in factor.args.values() for m in b.members)]
+    if len(found) > 1:
+        from ppl.infer.factors.block import refuse
+        raise refuse(factor, "of two different blocks")
+    return found[0] if found else None
+
+
+def block_runtime(factor, model, env, dataset, families, block, rule):
+    """The runtime of a factor that reads `block`: a Normal statement (conjugate) or a scalar
+    GLM likelihood under `rule` = (name, options); E381 for anything else."""
+    from ppl.infer.build import GLM_DISTRIBUTIONS
+    from ppl.infer.factors.block import BlockGaussian, BlockGLM, refuse
+    if rule is not None and factor.dist.name in GLM_DISTRIBUTIONS and factor.target.name not in block.members:
+        return BlockGLM(factor, model, env, dataset, families, rule[0], rule[1], block)
+    if rule is None and factor.dist.name in ("Normal", "MvNormal"):
+        return BlockGaussian(factor, model, env, dataset, families, block)
+    raise refuse(factor, f"through {factor.dist.name}: a block runs Normal and MvNormal statements and scalar GLM likelihoods")
+
+
+def in_blocks(latent: list, blocks: dict) -> list:
+    """`latent` with each block's key where its first member was, and its other members gone."""
+    owner = {m: key for key, b in blocks.items() for m in b.members}
+    out = []
+    for name in latent:
+        name = owner.get(name, name)
+        if name not in out:
+            out.append(name)
+    return out

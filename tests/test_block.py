@@ -1,0 +1,291 @@
+"""Gaussian blocks: one joint Gaussian q over several Normal latent variables (`block (...)`,
+`--gaussian-block all`), its messages from Normal statements and GLM likelihoods, against
+exact posteriors, NUTS and mean field; and the errors E276–E279, E380–E384."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import multivariate_normal
+
+import ppl
+from ppl.infer import ElboDecreaseWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+NUTS = ROOT / "tests" / "fixtures" / "hierarchical_logistic_nuts.json"
+TIGHT = {"tol": 1e-10, "mean_tol": 1e-8, "max_iter": 2000}
+
+# y[n] = a[g[n]] + w x[n] + noise of known precision: the posterior of (mu, a, w) is Gaussian,
+# so a joint Gaussian q over them is exact
+KNOWN_NOISE = """
+const noise = 2.0
+data g: cat(G)[N]
+data x: real[N]
+data y: real[N]
+mu ~ Normal(0, 1)
+w ~ Normal(0, 1)
+for k in 1..G {
+  a[k] ~ Normal(mu, 4.0)
+}
+for n in 1..N {
+  y[n] ~ Normal(a[g[n]] + w * x[n] + 0.5, noise)
+}
+"""
+
+# the same hierarchy with Gamma precisions: conjugate, so VMP is coordinate ascent
+CONJUGATE = """
+data g: cat(G)[N]
+data x: real[N]
+data y: real[N]
+mu ~ Normal(0, 1)
+tau ~ Gamma(2, 1)
+noise ~ Gamma(2, 1)
+w ~ Normal(0, 1)
+for k in 1..G {
+  a[k] ~ Normal(mu, tau)
+}
+for n in 1..N {
+  y[n] ~ Normal(a[g[n]] + w * x[n], noise)
+}
+"""
+
+
+# the same with two fixed effects as one MvNormal vector, contracted with the rows of X
+KNOWN_NOISE_VECTOR = """
+const noise = 2.0
+data g: cat(G)[N]
+data X: real[N, 2] from (x, x2)
+data y: real[N]
+mu ~ Normal(0, 1)
+w ~ MvNormal(zeros(2), eye(2))
+for k in 1..G {
+  a[k] ~ Normal(mu, 4.0)
+}
+for n in 1..N {
+  y[n] ~ Normal(a[g[n]] + dot(X[n], w) + 0.5, noise)
+}
+block (mu, w, a)
+"""
+
+
+def small_data(seed=0, groups=5, rows=40):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, groups, rows)
+    g[:groups] = np.arange(groups)  # every level present
+    x = rng.normal(size=rows)
+    y = rng.normal(0.3, 1.0, groups)[g] + 0.8 * x + rng.normal(0, 0.7, rows)
+    return {"g": np.array([f"g{k}" for k in g]), "x": x, "y": y}
+
+
+def exact_posterior(data, noise=2.0, prior_a=4.0, offset=0.5, fixed=("x",)):
+    """Mean, covariance and log evidence of z = (mu, w, a_1..a_G) in KNOWN_NOISE (w: one
+    coefficient per column in `fixed`), densely."""
+    levels = sorted(set(data["g"]))
+    code = np.array([levels.index(v) for v in data["g"]])
+    groups, rows, f = len(levels), len(code), 1 + len(fixed)
+    dim = f + groups
+    prior = np.eye(dim) * (np.arange(dim) < f)  # mu ~ N(0, 1), w ~ N(0, I), a_k − mu ~ N(0, 1/4)
+    for k in range(groups):
+        c = np.zeros(dim)
+        c[f + k], c[0] = 1.0, -1.0
+        prior += prior_a * np.outer(c, c)
+    design = np.zeros((rows, dim))
+    design[np.arange(rows), f + code] = 1.0
+    design[:, 1:f] = np.column_stack([data[c] for c in fixed])
+    precision = prior + noise * design.T @ design
+    cov = np.linalg.inv(precision)
+    mean = cov @ (noise * design.T @ (data["y"] - offset))
+    marginal = design @ np.linalg.inv(prior) @ design.T + np.eye(rows) / noise
+    evidence = multivariate_normal(offset * np.ones(rows), marginal).logpdf(data["y"])
+    return mean, cov, evidence
+
+
+def test_the_block_fixed_point_is_the_exact_gaussian_posterior():
+    data = small_data()
+    mean, cov, evidence = exact_posterior(data)
+    post = ppl.compile(KNOWN_NOISE + "block (mu, w, a)\n").infer(data, seed=0, **TIGHT)
+    sd = np.sqrt(np.diagonal(cov))
+    np.testing.assert_allclose(post["mu"].mean, mean[0], atol=1e-8)
+    np.testing.assert_allclose(post["w"].mean, mean[1], atol=1e-8)
+    np.testing.assert_allclose(post["a"].mean, mean[2:], atol=1e-8)
+    np.testing.assert_allclose(post["mu"].sd, sd[0], rtol=1e-8)
+    np.testing.assert_allclose(post["w"].sd, sd[1], rtol=1e-8)
+    np.testing.assert_allclose(post["a"].sd, sd[2:], rtol=1e-8)
+    assert post.elbo == pytest.approx(evidence, abs=1e-7)  # q is the posterior: the bound is tight
+    meanfield = ppl.compile(KNOWN_NOISE).infer(data, seed=0, **TIGHT)
+    assert meanfield.elbo < evidence - 1e-3  # mean field is not exact here
+    assert meanfield["mu"].sd < sd[0]
+
+
+def test_an_mvnormal_member_read_through_a_contraction_is_exact_too():
+    data = small_data(3)
+    data["x2"] = np.random.default_rng(5).normal(size=len(data["y"]))
+    mean, cov, evidence = exact_posterior(data, fixed=("x", "x2"))
+    post = ppl.compile(KNOWN_NOISE_VECTOR).infer(pd.DataFrame(data), seed=0, **TIGHT)
+    np.testing.assert_allclose(post["w"].mean, mean[1:3], atol=1e-8)
+    np.testing.assert_allclose(post["w"].sd, np.sqrt(np.diagonal(cov)[1:3]), rtol=1e-8)
+    np.testing.assert_allclose(post["a"].mean, mean[3:], atol=1e-8)
+    np.testing.assert_allclose(post["mu"].sd, np.sqrt(cov[0, 0]), rtol=1e-8)
+    assert post.elbo == pytest.approx(evidence, abs=1e-7)
+
+
+def test_a_single_mvnormal_in_a_block_is_its_own_q():
+    model = ppl.load(MODELS / "linear_regression_known_noise.vim")
+    data = str(MODELS / "linear_regression_known_noise.csv")
+    block, alone = model.infer(data, seed=0, gaussian_block="all"), model.infer(data, seed=0)
+    assert block.elbo == pytest.approx(alone.elbo, abs=1e-9)
+    np.testing.assert_allclose(block["w"].mean, alone["w"].mean, atol=1e-10)
+    np.testing.assert_allclose(block["w"].sd, alone["w"].sd, rtol=1e-10)
+
+
+def test_row_weights_in_a_block_give_the_expanded_data_answer():
+    """models/surgical.csv (a row per hospital and outcome, weighted by `count`) against
+    models/surgical_expanded.csv (a row per operation): the same q under a block."""
+    grouped = ppl.load(MODELS / "surgical.vim").infer(str(MODELS / "surgical.csv"), seed=0,
+                                                      gaussian_block="all", **TIGHT)
+    expanded = ppl.load(MODELS / "surgical_expanded.vim").infer(str(MODELS / "surgical_expanded.csv"), seed=0,
+                                                                gaussian_block="all", **TIGHT)
+    assert grouped.elbo == pytest.approx(expanded.elbo, abs=1e-6)
+    np.testing.assert_allclose(grouped["b"].mean, expanded["b"].mean, atol=1e-6)
+    np.testing.assert_allclose(grouped["mu"].sd, expanded["mu"].sd, rtol=1e-6)
+    meanfield = ppl.load(MODELS / "surgical.vim").infer(str(MODELS / "surgical.csv"), seed=0, **TIGHT)
+    assert grouped.elbo > meanfield.elbo
+
+
+def test_the_switch_and_the_statement_give_the_same_block():
+    data = small_data(1)
+    statement = ppl.compile(KNOWN_NOISE + "block (mu, w, a)\n").infer(data, seed=0, **TIGHT)
+    switch = ppl.compile(KNOWN_NOISE).infer(data, seed=0, gaussian_block="all", **TIGHT)
+    named = ppl.compile(KNOWN_NOISE).infer(data, seed=0, gaussian_block="a, mu, w", **TIGHT)
+    for other in (switch, named):
+        assert other.elbo == pytest.approx(statement.elbo, abs=1e-8)
+        np.testing.assert_allclose(other["a"].sd, statement["a"].sd, rtol=1e-7)
+    none = ppl.compile(KNOWN_NOISE + "block (mu, w, a)\n").infer(data, seed=0, gaussian_block="none", **TIGHT)
+    meanfield = ppl.compile(KNOWN_NOISE).infer(data, seed=0, **TIGHT)
+    assert none.elbo == pytest.approx(meanfield.elbo, abs=1e-8)
+
+
+@pytest.mark.parametrize("accelerate", [False, None])
+def test_vmp_with_a_block_never_lowers_the_elbo_and_beats_mean_field(accelerate):
+    data = small_data(2, groups=6, rows=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ElboDecreaseWarning)
+        post = ppl.compile(CONJUGATE + "block (mu, w, a)\n").infer(data, seed=0, accelerate=accelerate, **TIGHT)
+    trace = np.asarray(post.trace)
+    assert post.converged and len(trace) > 3
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))
+    meanfield = ppl.compile(CONJUGATE).infer(data, seed=0, **TIGHT)
+    assert post.elbo > meanfield.elbo + 1e-3  # the block's family contains mean field's
+
+
+@pytest.fixture(scope="module")
+def hierarchical():
+    model = ppl.load(MODELS / "hierarchical_logistic.vim")
+    data = str(MODELS / "hierarchical_logistic.csv")
+    return (model.infer(data, seed=0, gaussian_block="all", **TIGHT), model.infer(data, seed=0, **TIGHT))
+
+
+def nuts_table(post):
+    """(names, VB mean, VB sd, NUTS mean, NUTS sd) in the fixture's order."""
+    reference = json.loads(NUTS.read_text(encoding="utf-8"))
+    assert reference["rhat_max"] < 1.01 and reference["ess_min"] > 1000 and reference["divergences"] == 0
+    names = reference["names"]
+    rows = post.summary().set_index("variable")
+    return (names, rows.loc[names, "mean"].to_numpy(), rows.loc[names, "sd"].to_numpy(),
+            np.asarray(reference["mean"]), np.asarray(reference["sd"]))
+
+
+def test_the_block_on_the_hierarchical_logistic_model_against_nuts(hierarchical):
+    block, meanfield = hierarchical
+    assert block.converged and block.elbo > meanfield.elbo + 0.3  # -154.25 against -154.62
+    names, mean, sd, nuts_mean, nuts_sd = nuts_table(block)
+    gaussian = np.array([not n.startswith("tau") for n in names])
+    assert np.max(np.abs(mean - nuts_mean) / nuts_sd) <= 0.1  # every mean, within 0.1 NUTS sd
+    effects = np.array([n[0] in "ab" and "[" in n for n in names])
+    np.testing.assert_array_less(np.abs(sd / nuts_sd - 1)[effects | (np.array(names) == "mu_a")], 0.1)
+    # mu_b (0.87) and the Gamma precisions (0.80, 0.78) stay short: q(tau) is apart from the block,
+    # and with 6 sites a Gamma q(tau) of shape 1 + 6/2 cannot have NUTS's spread (docs/rules/block.md)
+    _, mf_mean, mf_sd, _, _ = nuts_table(meanfield)
+    assert np.all(np.abs(sd / nuts_sd - 1)[gaussian] < np.abs(mf_sd / nuts_sd - 1)[gaussian])
+    assert np.all(np.abs(sd / nuts_sd - 1) < 0.25)
+
+
+@pytest.mark.parametrize("rule", ["cvi", "laplace", "bound:jaakkola", "delta"])
+def test_every_glm_rule_sends_its_sites_into_the_block(hierarchical, rule):
+    block, _ = hierarchical
+    post = ppl.load(MODELS / "hierarchical_logistic.vim").infer(
+        str(MODELS / "hierarchical_logistic.csv"), seed=0, gaussian_block="all", methods={"y": rule})
+    assert post.converged
+    gap = np.abs(post["mu_b"].mean - block["mu_b"].mean) / block["mu_b"].sd
+    assert gap < (0.05 if rule == "cvi" else 0.3)
+    if rule == "bound:jaakkola":
+        assert post.elbo < block.elbo  # a strict lower bound on the same q family
+    # under every rule the joint q widens the population means and raises the rule's objective
+    meanfield = ppl.load(MODELS / "hierarchical_logistic.vim").infer(
+        str(MODELS / "hierarchical_logistic.csv"), seed=0, methods={"y": rule})
+    assert post["mu_b"].sd > 1.05 * meanfield["mu_b"].sd and post["mu_a"].sd > 1.02 * meanfield["mu_a"].sd
+    assert post.elbo > meanfield.elbo + 0.1
+
+
+def test_check_describes_the_block():
+    out = subprocess.run([sys.executable, "-m", "ppl.cli", "check", "models/hierarchical_logistic.vim",
+                          "models/hierarchical_logistic.csv", "--gaussian-block", "all"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert ("Gaussian block: mu_a, mu_b, a, b — one Gaussian q of dimension 14 = 2 global + 6 groups (G) × 2"
+            in out.stdout)
+
+
+def test_a_block_too_large_for_all_runs_mean_field_and_says_so():
+    text = "const K = 1001\nfor k in 1..K {\n  w[k] ~ Normal(0, 1)\n}\ndata y: real[N]\ny ~ Normal(w[1], 1.0)\n"
+    post = ppl.compile(text).infer({"y": np.array([0.5, 1.0])}, seed=0, gaussian_block="all", max_iter=5)
+    assert any("too large for one block" in note and "mean field" in note for note in post.notes)
+    with pytest.raises(ppl.ModelError) as info:
+        ppl.compile(text + "block (w)\n").infer({"y": np.array([0.5, 1.0])}, seed=0)
+    assert info.value.code == "E380"
+
+
+HIER = KNOWN_NOISE.replace("const noise = 2.0\n", "const noise = 2.0\ndata h: cat(H)[N]\n")
+
+
+@pytest.mark.parametrize("text, code, where", [
+    (KNOWN_NOISE + "block (mu, nois)\n", "E276", "`nois` is not declared"),
+    (KNOWN_NOISE + "block (mu, x)\n", "E276", "is data"),
+    (CONJUGATE + "block (mu, tau)\n", "E277", "`tau` is Gamma"),
+    (KNOWN_NOISE + "block (mu, a)\nblock (w, mu)\n", "E278", "`mu` is in a block already"),
+    ("data y: real[N]\ntau ~ Gamma(1, 1)\nmu ~ Normal(0, 2 * tau) @joint\ny ~ Normal(mu, tau)\nblock (mu)\n",
+     "E279", "structured already"),
+])
+def test_block_statement_errors(text, code, where):
+    data = {"y": np.array([0.1, 0.2]), "g": np.array(["u", "v"]), "x": np.array([1.0, 2.0])}
+    with pytest.raises(ppl.PplError) as info:
+        ppl.compile(text).infer(data, max_iter=2)
+    assert info.value.code == code and where in str(info.value)
+    assert info.value.span is not None
+
+
+@pytest.mark.parametrize("text, option, code, where", [
+    ("data y: real[N]\na ~ Normal(0, 1)\nb ~ Normal(0, 1)\ny ~ Normal(a * b, 1.0)\nblock (a, b)\n", None,
+     "E381", "one Normal read times data"),
+    ("data y: real[N]\na ~ Normal(0, 1)\nb ~ Normal(0, 1)\ny ~ Normal(a + b, 1.0)\nschedule svi(batch=1)\n", "all",
+     "E382", "batch schedule only"),
+    (KNOWN_NOISE, "mu, alpha", "E383", "`alpha` is not a Normal or MvNormal latent"),
+    ("data g: cat(G)[N]\ndata h: cat(G)[N]\ndata y: bool[N]\nfor k in 1..G {\n  a[k] ~ Normal(0, 1)\n}\n"
+     "for n in 1..N {\n  y[n] ~ Bernoulli(logistic(a[g[n]] - a[h[n]]))\n}\n", "all", "E384", "two different groups"),
+])
+def test_engine_errors_for_blocks(text, option, code, where):
+    data = {"y": np.array([0.1, 0.2]), "g": np.array(["u", "v"]), "x": np.array([1.0, 2.0]),
+            "h": np.array(["v", "u"])}
+    if code == "E384":
+        data["y"] = np.array([True, False])
+    with pytest.raises(ppl.PplError) as info:
+        ppl.compile(text).infer(data, max_iter=2, gaussian_block=option)
+    assert info.value.code == code and where in str(info.value)
