@@ -79,6 +79,9 @@ def run_batch(problem, options, rng, progress, start, cluster):
     monitor = Monitor(problem, options.tol, options.mean_tol)
     converged = interrupted = False
     rebuilt, iteration = 0, 0
+
+    def local_change():  # the locals' largest mean change, from the partitions
+        return cluster.round(worker.change_task, _globals(state, plan)).change
     try:
         reply = cluster.round(worker.start_task, _globals(state, plan), first)
         elbo = global_terms(problem, state, plan, data)[0] + reply.elbo
@@ -116,11 +119,12 @@ def run_batch(problem, options, rng, progress, start, cluster):
                     notes.append(f"interrupted after sweep {iteration}, not converged")
                     break
             elbo = new
-            if monitor.done(trace, state, True, local=reply.change):
+            if monitor.done(trace, state, True, local=local_change):
                 converged = True
                 break
             if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
                 break
+        convergence = monitor.finish()
     finally:
         cluster.close_run()
     for name in plan.locals:  # the locals of the client's few groups are not the posterior's
@@ -130,7 +134,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                  + (f"; {rebuilt} partition state(s) rebuilt from the data and the globals after a lost worker"
                     if rebuilt else ""))
     return Run(state, trace, {}, converged, iteration, time.perf_counter() - start, warnings=notes,
-               elbo=trace[-1] if trace else elbo, trace_se=trace_se, convergence=monitor.finish(),
+               elbo=trace[-1] if trace else elbo, trace_se=trace_se, convergence=convergence,
                interrupted=interrupted)
 
 

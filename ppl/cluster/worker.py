@@ -96,6 +96,7 @@ class Held:
     tick: int
     rebuilt: int = 0
     index: int = 0
+    before: dict = field(default_factory=dict)  # the locals before the last E-step
 
 
 def _bind(part: Partition, dataset, seed: int, globals_: dict | None = None) -> Held:
@@ -158,12 +159,19 @@ def estep_task(part: Partition, run: str, tick: int, seed: int, globals_: dict, 
     messages."""
     held = _held(part, run, tick, seed, globals_)
     problem, state = held.problem, held.state
-    before = {n: state.natural[n] for n in problem.local}
+    held.before = {n: state.natural[n] for n in problem.local}
     fit_locals(problem, state, list(problem.local), problem.inner, problem.schedule.local_tol,
                lambda name: steps.get(name, 1.0))
-    reply = _reply(held, names)
-    reply.change = mean_change(problem, before, {n: state.natural[n] for n in problem.local})
-    return reply
+    return _reply(held, names)
+
+
+def change_task(part: Partition, run: str, tick: int, seed: int, globals_: dict) -> Reply:
+    """The largest change of a local's mean in the last E-step, in posterior sds (asked for
+    when the ELBO has settled: `Monitor`)."""
+    held = _held(part, run, tick, seed, globals_)
+    problem, state = held.problem, held.state
+    return Reply(change=mean_change(problem, held.before, {n: state.natural[n] for n in problem.local}),
+                 rebuilt=held.rebuilt, where={part.index: get_worker().address})
 
 
 def svi_task(part: Partition, run: str, tick: int, seed: int, groups, globals_: dict, names,
