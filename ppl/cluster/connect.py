@@ -13,10 +13,13 @@ def local_cluster(workers: int):
     """A cluster of `workers` processes on this machine, one thread each. Work stealing is off:
     a partition's tasks must run where its locals are (a stolen task rebuilds them, which the
     run survives but which changes its trace)."""
+    import logging
+
     import dask
     from distributed import LocalCluster
-    with dask.config.set({"distributed.scheduler.work-stealing": False}):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    with dask.config.set({"distributed.scheduler.work-stealing": False}):  # its own log: errors only
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                            silence_logs=logging.ERROR)
 
 
 @contextlib.contextmanager
