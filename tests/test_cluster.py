@@ -22,7 +22,7 @@ from ppl.data.stream import GroupedSource
 from ppl.diagnostics import DataError, OptionError
 from ppl.infer import Options, build_problem, run
 from ppl.infer.schedule.plan import plan_for
-from ppl.infer.schedule.steps import start_at
+from ppl.infer.schedule.steps import data_factors, start_at
 
 START = 40  # groups of the starting fit: a start far enough from the optimum for a trace
 
@@ -54,10 +54,9 @@ def small_start(monkeypatch):
     monkeypatch.setattr(batch, "START_GROUPS", START)
 
 
-def one_process(name: str, seed: int, max_iter: int, tol: float = 1e-12):
+def one_process(model, csv: str, seed: int, max_iter: int, tol: float = 1e-12):
     """The engine in this process, on all the data, from the start a cluster run makes."""
-    model = ppl.load(f"models/{name}.vim")
-    dataset = model.bind(f"models/{name}.csv")
+    dataset = model.bind(csv)
     problem = build_problem(model.checked, dataset, model.analyze(dataset))
     plan = plan_for(problem.model, problem.scopes, problem.latent)
     source = GroupedSource.from_dataset(model.checked, dataset, plan.group_column)
@@ -69,22 +68,28 @@ def one_process(name: str, seed: int, max_iter: int, tol: float = 1e-12):
 
 @pytest.mark.parametrize("name", ["gmm", "lda"])
 def test_batch_vmp_over_four_partitions_is_the_one_process_trace(client, files, small_start, name):
-    post = ppl.load(f"models/{name}.vim").infer(files[name], client=client, seed=3, max_iter=8, tol=1e-12,
-                                                mean_tol=1e-12)
-    reference = one_process(name, 3, 8)
+    model = ppl.load(f"models/{name}.vim")
+    post = model.infer(files[name], client=client, seed=3, max_iter=8, tol=1e-12, mean_tol=1e-12)
+    reference = one_process(model, f"models/{name}.csv", 3, 8)
     assert len(post.trace) == len(reference.trace) > 3
     np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
     assert np.all(np.diff(post.trace) >= -1e-9 * np.abs(post.trace[1:]))
     assert "4 partitions" in post.notes[-1]
 
 
-def test_a_dask_dataframe_gives_the_trace_of_the_files(client, files, small_start):
+def test_a_dask_dataframe_and_globals_in_two_rounds_give_the_one_process_trace(client, small_start):
+    """Without `@joint`, mu's and Lambda's data messages read each other: two rounds a sweep."""
     import dask.dataframe as dd
+    model = ppl.compile(open("models/gmm.vim").read().replace("@joint", ""))
     frame = dd.from_pandas(pd.read_csv("models/gmm.csv"), npartitions=4)
-    model = ppl.load("models/gmm.vim")
-    on_frame = model.infer(frame, client=client, seed=3, max_iter=4)
-    on_files = model.infer(files["gmm"], client=client, seed=3, max_iter=4)
-    np.testing.assert_allclose(on_frame.trace, on_files.trace, rtol=1e-12)
+    post = model.infer(frame, client=client, seed=3, max_iter=6, tol=1e-12, mean_tol=1e-12)
+    reference = one_process(model, "models/gmm.csv", 3, 6)
+    assert len(post.trace) == len(reference.trace) == 6
+    np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
+    dataset = model.bind("models/gmm.csv")
+    problem = build_problem(model.checked, dataset, model.analyze(dataset))
+    plan = plan_for(problem.model, problem.scopes, problem.latent)
+    assert len(batch.waves(problem, plan, data_factors(problem, plan))) == 2
 
 
 def test_svi_on_the_cluster_takes_the_same_steps(client, files):
@@ -112,7 +117,7 @@ def test_a_killed_worker_is_replaced_and_the_run_reaches_the_same_bound(client, 
     workers = set(client.scheduler_info(n_workers=-1)["workers"])
     assert victim not in workers and len(workers) == 2  # lost, and replaced by the nanny
     assert "rebuilt from the data and the globals after a lost worker" in disturbed.notes[-1]
-    undisturbed = one_process("gmm", 5, 500, tol=1e-10)  # the same start, in this process
+    undisturbed = one_process(model, "models/gmm.csv", 5, 500, tol=1e-10)  # the same start, in this process
     assert disturbed.converged and disturbed.elbo == pytest.approx(undisturbed.elbo, rel=1e-8, abs=0)
 
 
