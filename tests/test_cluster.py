@@ -36,11 +36,10 @@ def client():
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """models/gmm.csv as 4 CSV files (68 rows each); models/lda.csv as 4 Parquet files of 25
-    documents each."""
+    """models/gmm.csv as 4 CSV files; models/lda.csv as 4 Parquet files of 25 documents each."""
     folder = tmp_path_factory.mktemp("parts")
     gmm = pd.read_csv("models/gmm.csv")
-    for i, rows in enumerate(np.array_split(np.arange(len(gmm)), 4)):
+    for i, rows in enumerate(np.split(np.arange(len(gmm)), [50, 120, 200])):  # 50, 70, 80 and 72 rows
         gmm.iloc[rows].to_csv(folder / f"gmm{i}.csv", index=False)
     lda = pd.read_csv("models/lda.csv")
     (folder / "lda").mkdir()
@@ -63,7 +62,7 @@ def one_process(model, csv: str, seed: int, max_iter: int, tol: float = 1e-12):
 
     def start(problem, rng):
         return start_at(problem, rng, batch.start_globals(problem, rng, source, START), plan)
-    return run(problem, Options(seed=seed, max_iter=max_iter, tol=tol, mean_tol=1e-12, accelerate=False), start=start)
+    return run(problem, Options(seed=seed, max_iter=max_iter, tol=tol, mean_tol=1e-12, accelerate=False), initial=start)
 
 
 @pytest.mark.parametrize("name", ["gmm", "lda"])
@@ -81,7 +80,7 @@ def test_a_dask_dataframe_and_globals_in_two_rounds_give_the_one_process_trace(c
     """Without `@joint`, mu's and Lambda's data messages read each other: two rounds a sweep."""
     import dask.dataframe as dd
     model = ppl.compile(open("models/gmm.vim").read().replace("@joint", ""))
-    frame = dd.from_pandas(pd.read_csv("models/gmm.csv"), npartitions=4)
+    frame = dd.from_pandas(pd.read_csv("models/gmm.csv"), npartitions=3)  # 91, 91 and 90 rows
     post = model.infer(frame, client=client, seed=3, max_iter=6, tol=1e-12, mean_tol=1e-12)
     reference = one_process(model, "models/gmm.csv", 3, 6)
     assert len(post.trace) == len(reference.trace) == 6

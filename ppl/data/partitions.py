@@ -90,12 +90,15 @@ def read_partition(model, data, name: str, na=None) -> Part:
     found = reader.read(plan, kinds)
     rows = filled_rows(found, reader.name)
     arrays, masks, coded, sizes = {}, {}, {}, {}
+    row_dims = {v.shape[0] for v in map(model.variables.get, model.data) if v.shape}  # counted by `merge`
     for decl in model.data.values():
         variable, columns = model.variables[decl.name], plan[decl.name]
         raw = _head(found[decl.name], rows)
         if variable.elem == "cat":
             stacked = Coded.stack([c if isinstance(c, Coded) else Coded.of_cells(c, ()) for c in raw], ())
             coded[decl.name] = (stacked, columns)
+            shape = stacked.codes.shape if len(variable.shape) == 2 else stacked.codes.shape[:1]
+            _bind_sizes(decl, variable.shape, shape, None, None, sizes, reader.name)
             mask = ~stacked.missing if stacked.missing.any() else None
         else:
             values, mask, _ = _convert(raw, decl, variable, columns, reader.name)
@@ -105,6 +108,7 @@ def read_partition(model, data, name: str, na=None) -> Part:
             covariate_has_no_missing(model, decl.name, mask, columns, reader.name)
             masks[decl.name] = mask if mask.ndim == len(variable.shape) else mask[:, 0]
     check_support(model, Dataset(arrays, {n: m for n, m in masks.items() if n in arrays}, sizes, {}, reader.name))
+    sizes = {d: v for d, v in sizes.items() if d not in row_dims}
     unused = [c for c in reader.columns if c not in kinds]
     notes = (f"columns not used by the model: {', '.join(unused)}",) if unused else ()
     return Part(reader.name, rows, arrays, masks, coded, sizes, notes)
@@ -160,9 +164,7 @@ def merge(model, summaries: list, names: list, group: str | None, source: str) -
         except DataError as error:  # its row is one of the labels': `first_bad_row` finds the data's
             error.row = None
             raise
-        width = 1 if len(variable.shape) == 1 else None
-        _bind_sizes(decl, variable.shape, (int(rows.sum()), width) if width else (int(rows.sum()),),
-                    variable.levels, labels, sizes, source)
+        _bind_sizes(decl, variable.shape[:1], (int(rows.sum()),), variable.levels, labels, sizes, source)
         levels[name] = labels
         recode[name] = [codes[np.searchsorted(union, s.labels[name].astype(str)), 0] for s in summaries]
     row_dim = model.variables[group or next(iter(model.data))].shape[0]

@@ -84,17 +84,17 @@ class Run:
     interrupted: bool = False  # stopped by KeyboardInterrupt from `progress`, at the end of a sweep
 
 
-def run(problem: Problem, options: Options, progress=None, source=None, start=None, cluster=None) -> Run:
+def run(problem: Problem, options: Options, progress=None, source=None, initial=None, cluster=None) -> Run:
     """Run VMP `options.restarts` times from different initialisations; keep the best ELBO.
     `source`: the groups of a stochastic schedule streamed from disk (a `GroupedSource`);
-    `start(problem, rng)`: the starting state (default `initialise`); `cluster`: the partitions
-    of the data on a Dask cluster (`ppl.cluster.ClusterSource`), where the E-steps then run."""
+    `initial(problem, rng)`: the starting state (default `initialise`); `cluster`: the partitions
+    of the data on a Dask cluster (`ppl.cluster.source.ClusterSource`), where the E-steps run."""
     from functools import partial
     options = options.validate()
     seeds = np.random.SeedSequence(options.seed).spawn(options.restarts)
     best = None
-    begin = time.perf_counter()
-    once = partial(_run_once, initial=start)
+    start = time.perf_counter()
+    once = partial(_run_once, initial=initial)
     if problem.schedule.stochastic:
         from ppl.infer.schedule.svi import run_svi
         once = partial(run_svi, source=cluster or source)
@@ -102,13 +102,13 @@ def run(problem: Problem, options: Options, progress=None, source=None, start=No
         from ppl.cluster.batch import run_batch
         once = partial(run_batch, cluster=cluster)
     for restart, seed in enumerate(seeds):
-        result = once(problem, options, np.random.default_rng(seed), progress, begin)
+        result = once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart
         if best is None or result.elbo > best.elbo or result.interrupted:
             best = result
         if result.interrupted:
             break
-    best.seconds = time.perf_counter() - begin
+    best.seconds = time.perf_counter() - start
     return best
 
 
