@@ -58,7 +58,7 @@ class Model:
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
               progress=None, record_terms: bool = False, schedule: str | None = None, na=None,
               stream: bool = False, mean_tol: float = 1e-5, accelerate: bool | None = None,
-              gaussian_block: str | None = None):
+              gaussian_block: str | None = None, client=None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -104,11 +104,16 @@ class Model:
         accelerate : bool, optional
             SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
             fall. Default: on when every rule is `vmp`; True turns it on for the other
-            deterministic rules (ncvmp, the bounds, laplace, delta), False off.
+            deterministic rules (ncvmp, the bounds, laplace, delta), False off (and on a cluster).
         gaussian_block : str, optional
             ``"all"``: one joint Gaussian q over every Normal and MvNormal latent (mean field when
             the block would be too large); ``"none"``: mean field; ``"mu,a,b"``: those
             variables. Overrides the model's `block` statements (docs/language.md).
+        client : distributed.Client, optional
+            Run on this Dask cluster (``pip install "ppl[dask]"``, docs/scale.md): `data` is then
+            a glob of CSV or Parquet files, a folder of Parquet files or a Dask DataFrame, each
+            partition read and kept on a worker with its local variables; the posterior holds
+            the global variables. A Dask DataFrame without `client` uses Dask's default client.
         """
         from ppl.infer import Options, build_problem, run
         from ppl.infer.posterior import build_posterior
@@ -116,24 +121,32 @@ class Model:
         from ppl.infer.state import NumericalBreakdown
         model = self.with_constants(**set) if set else self
         spec = parse_schedule(schedule) if schedule else model.checked.schedule
+        cluster = _cluster(model.checked, data, spec, na, client, stream)
         source = _stream(model.checked, data, spec, na) if stream else None
         try:
-            dataset = source.take(np.arange(min(source.groups, spec.batch))) if source else model.bind(data, na=na)
+            if cluster is not None:
+                dataset = cluster.take(np.arange(min(cluster.groups, getattr(spec, "batch", None) or CLIENT_GROUPS)))
+            elif source is not None:
+                dataset = source.take(np.arange(min(source.groups, spec.batch)))
+            else:
+                dataset = model.bind(data, na=na)
             analysis = model.analyze(dataset, methods, gaussian_block)
             problem = build_problem(model.checked, dataset, analysis, spec)
             options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
                               record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
             with np.errstate(all="ignore"):  # overflow is detected (a non-finite ELBO names its factor), not warned
                 try:
-                    return build_posterior(problem, run(problem, options, progress, source), analysis)
+                    return build_posterior(problem, run(problem, options, progress, source, cluster=cluster),
+                                           analysis)
                 except NumericalBreakdown as exc:
                     raise ModelError("E502", f"q({exc.name}) broke down numerically: {exc.detail}",
                                      span=_variable_span(model.checked, exc.name),
                                      hint="a constant or data value far outside the prior's scale (near 1e300, or a "
                                           "precision of 1e8 next to one of 1) overflows; rescale it") from None
         finally:
-            if source is not None:
-                source.close()
+            for opened in (source, cluster):
+                if opened is not None:
+                    opened.close()
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, factors={[f.name for f in self.checked.factors]})"
@@ -154,6 +167,40 @@ def _stream(model, data, spec, na):
     analysis = analyze(model)
     plan = plan_for(model, analysis.scopes, latent, spec.span, analysis.chains)
     return GroupedSource.open(model, data, plan.group_column, na=na)
+
+
+CLIENT_GROUPS = 100  # groups the client binds on a cluster run (the posterior's frame)
+
+
+def _cluster(model, data, spec, na, client, stream: bool):
+    """The `ClusterSource` of partitioned data (with `client`, or a Dask DataFrame and Dask's
+    default client), or None for a run in this process."""
+    from ppl.data.partitions import is_dask_frame, is_partitioned
+    from ppl.diagnostics import OptionError
+    if client is None and is_dask_frame(data):
+        from distributed import default_client
+        try:
+            client = default_client()
+        except ValueError:
+            raise OptionError("E363", "a Dask DataFrame is read on a cluster: pass client=distributed.Client(...)") from None
+    if client is None:
+        if is_partitioned(data):
+            raise OptionError("E363", f"{data} names several files (or a folder): they are read on a cluster",
+                              hint="add --workers N (a cluster on this machine) or --dask ADDRESS; from Python, "
+                                   "client=distributed.Client(...)")
+        return None
+    if stream:
+        raise OptionError("E364", "--stream and a cluster: the cluster holds the data in its partitions; drop --stream")
+    if not (is_partitioned(data) or isinstance(data, (str, Path))):
+        raise OptionError("E365", "a cluster reads CSV or Parquet files or a Dask DataFrame, not data in memory",
+                          hint="run without a cluster, or pass dask.dataframe.from_pandas(frame, npartitions=...)")
+    from ppl.cluster.source import ClusterSource
+    from ppl.graph import analyze
+    from ppl.infer.schedule.plan import plan_for
+    latent = [n for n, v in model.variables.items() if v.kind == "latent"]
+    analysis = analyze(model)
+    plan = plan_for(model, analysis.scopes, latent, spec.span if spec else None, analysis.chains)
+    return ClusterSource(client, model, data, plan.group_column, na)
 
 
 def _variable_span(checked, name: str):

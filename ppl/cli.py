@@ -76,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
                        "'svi(batch=64)' (overrides the model's `schedule` statement; default batch)")
     infer.add_argument("--stream", action="store_true", help="with a stochastic --schedule: read each step's "
                        "groups from the file, not the whole file (the posterior keeps the globals only)")
+    infer.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster whose scheduler is at ADDRESS "
+                       "(DATA: a glob of CSV or Parquet files, or a folder of Parquet files; needs ppl[dask])")
+    infer.add_argument("--workers", type=int, metavar="N", help="run on a Dask cluster of N processes on this machine")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE",
@@ -174,12 +177,12 @@ def _infer(args, constants) -> int:
         from ppl.report.progress import Progress
         progress = Progress(args.max_iter)
     try:
-        with SweepInterrupt(progress).installed() as stop:
+        with _client(args) as client, SweepInterrupt(progress).installed() as stop:
             posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                                     restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                     progress=stop, record_terms=args.trace_terms, schedule=args.schedule, na=args.na,
                                     stream=args.stream, mean_tol=args.mean_tol, accelerate=args.accelerate,
-                                    gaussian_block=args.gaussian_block)
+                                    gaussian_block=args.gaussian_block, client=client)
     finally:
         if progress is not None:
             progress.close()
@@ -192,6 +195,21 @@ def _infer(args, constants) -> int:
     if not args.quiet:
         sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}", args.vars))
     return EXIT_INTERRUPTED if posterior.interrupted else EXIT_OK
+
+
+def _client(args):
+    """The Dask client of --dask or --workers (Dask imported only then), else nothing."""
+    import contextlib
+    if args.dask is None and args.workers is None:
+        return contextlib.nullcontext()
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        from ppl.diagnostics import OptionError
+        raise OptionError("E368", "--dask and --workers run on Dask, which is not installed",
+                          hint='pip install "ppl[dask]"') from None
+    from ppl.cluster.connect import connect
+    return connect(args.dask, args.workers)
 
 
 def _run_record(args, constants) -> dict:

@@ -22,7 +22,11 @@ def check_infer_options(args) -> None:
         raise OptionError("E324", "--draws N needs --draws-output FILE.csv (or --output FILE.nc)")
     if args.time_limit is not None and not args.time_limit > 0:
         raise OptionError("E327", f"--time-limit {args.time_limit:g}: the limit is a positive number of seconds")
-    inputs = [Path(p) for p in (args.model, args.data) if p]
+    if args.dask is not None and args.workers is not None:
+        raise OptionError("E366", "--dask and --workers both name a cluster: give one")
+    if args.workers is not None and args.workers < 1:
+        raise OptionError("E366", f"--workers {args.workers}: a cluster has at least one worker")
+    inputs = [Path(p) for p in (args.model, args.data) if p and not _pattern(p)]
     for flag, path in (("--output", args.output), ("--draws-output", args.draws_output)):
         if path:
             check_output(flag, Path(path), inputs)
@@ -50,6 +54,10 @@ def check_output(flag: str, path: Path, inputs: list) -> None:
         if _same(path, source):
             raise OptionError("E328", f"{flag} {path} is an input file; it would be overwritten",
                               hint="write the results to another file")
+
+
+def _pattern(path: str) -> bool:
+    return any(c in path for c in "*?[")
 
 
 def _same(a: Path, b: Path) -> bool:

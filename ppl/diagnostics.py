@@ -72,6 +72,10 @@ class PplError(Exception):
             return ""
         return f"{self.span.source.name}:{self.span.line}:{self.span.column}"
 
+    def __reduce__(self):
+        """Pickled with its fields (a Dask worker's error travels to the client as a pickle)."""
+        return _rebuild, (type(self), self.__dict__)
+
     def __str__(self) -> str:
         return render(self)
 
@@ -107,6 +111,13 @@ class OptionError(PplError):
     """An option given to the CLI or the API is invalid (`--set`, `--method`, `max_iter`, ...)."""
 
     kind = "option error"
+
+
+def _rebuild(kind, fields: dict) -> PplError:
+    error = kind.__new__(kind)
+    Exception.__init__(error, fields.get("message"))
+    error.__dict__.update(fields)
+    return error
 
 
 def nearest(name: str, candidates) -> str | None:

@@ -69,17 +69,22 @@ class Monitor:
         self.report = Convergence("smoothed trace" if self.stochastic else "fixed point")
         self.previous: dict = {}
         self.last_pair: tuple = ({}, {})  # naturals before and after the last sweep
+        self.local = lambda: (0.0, "")  # mean change of variables measured elsewhere (`done`)
 
     def finish(self) -> Convergence:
         """The report, with the mean change of the last sweep measured even when the ELBO test
         never passed (a run stopped by max_iter or time_limit)."""
         if not self.stochastic and np.isnan(self.report.mean_change) and self.last_pair[0]:
-            self.report.mean_change, self.report.mean_variable = mean_change(self.problem, *self.last_pair)
+            self.report.mean_change, self.report.mean_variable = max(mean_change(self.problem, *self.last_pair),
+                                                                     self.local())
         return self.report
 
-    def done(self, trace: list, state, informative: bool = True) -> bool:
+    def done(self, trace: list, state, informative: bool = True, local=None) -> bool:
         """True when the run is at its fixed point (or its trace is flat within noise).
-        `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation)."""
+        `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation).
+        `local()`: (largest mean change, variable) of the variables `state` does not hold (the
+        locals of a cluster's partitions, measured there), asked for when the ELBO test passes."""
+        self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
         self.last_pair = (previous, self.previous)
         if self.stochastic:
@@ -95,7 +100,7 @@ class Monitor:
         self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
         if not (abs(d) / (1 - rho) <= self.tol and len(increments) > 1):
             return False
-        change, variable = mean_change(self.problem, previous, state.natural)
+        change, variable = max(mean_change(self.problem, previous, state.natural), self.local())
         self.report.mean_change, self.report.mean_variable = change, variable
         return change <= self.mean_tol
 

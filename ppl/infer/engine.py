@@ -84,18 +84,23 @@ class Run:
     interrupted: bool = False  # stopped by KeyboardInterrupt from `progress`, at the end of a sweep
 
 
-def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
+def run(problem: Problem, options: Options, progress=None, source=None, initial=None, cluster=None) -> Run:
     """Run VMP `options.restarts` times from different initialisations; keep the best ELBO.
-    `source`: the groups of a stochastic schedule streamed from disk (a `GroupedSource`)."""
+    `source`: the groups of a stochastic schedule streamed from disk (a `GroupedSource`);
+    `initial(problem, rng)`: the starting state (default `initialise`); `cluster`: the partitions
+    of the data on a Dask cluster (`ppl.cluster.source.ClusterSource`), where the E-steps run."""
+    from functools import partial
     options = options.validate()
     seeds = np.random.SeedSequence(options.seed).spawn(options.restarts)
     best = None
     start = time.perf_counter()
-    once = _run_once
+    once = partial(_run_once, initial=initial)
     if problem.schedule.stochastic:
-        from functools import partial
         from ppl.infer.schedule.svi import run_svi
-        once = partial(run_svi, source=source)
+        once = partial(run_svi, source=cluster or source)
+    elif cluster is not None:
+        from ppl.cluster.batch import run_batch
+        once = partial(run_batch, cluster=cluster)
     for restart, seed in enumerate(seeds):
         result = once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart
@@ -107,8 +112,8 @@ def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
     return best
 
 
-def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
-    state = initialise(problem, rng)
+def _run_once(problem: Problem, options: Options, rng, progress, start, initial=None) -> Run:
+    state = (initial or initialise)(problem, rng)
     state.rng = rng
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
     interrupted = False

@@ -23,6 +23,9 @@ class NumericalBreakdown(Exception):
         super().__init__(f"{name}: {detail}")
         self.name, self.detail = name, detail
 
+    def __reduce__(self):  # raised on a Dask worker, it reaches the client as a pickle
+        return NumericalBreakdown, (self.name, self.detail)
+
 
 class State:
     """λ per latent variable as a (elements, size) array; moments E[t(x)] computed on demand."""

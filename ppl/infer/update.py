@@ -6,10 +6,14 @@ from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.low_rank import GaussianSum
 
 
-def update(problem, state, name: str, damping: float) -> None:
+def update(problem, state, name: str, damping: float, received=None) -> None:
     """λ ← (1 − β) λ + β Σ m: one variable's update from all its factors' messages, solved in data
-    space when the messages stay low-rank (Woodbury), step-halved when λ must stay valid."""
-    if name in problem.low_rank:
+    space when the messages stay low-rank (Woodbury), step-halved when λ must stay valid.
+    `received` = (factor names, Σ of their messages) summed elsewhere (a cluster's partitions)."""
+    if received is not None:
+        names, total = received
+        total = total + sum(f.message(state, name) for f in problem.neighbours[name] if f.name not in names)
+    elif name in problem.low_rank:
         total = sum(f.message(state, name, factored=True) for f in problem.neighbours[name])
     else:
         total = sum(f.message(state, name) for f in problem.neighbours[name])

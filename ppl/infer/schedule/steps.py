@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
+from ppl.infer.initialise import initialise
 from ppl.infer.update import update
 
 
@@ -57,11 +58,38 @@ def data_factors(problem, plan) -> set:
             if f.factor.target.name in problem.model.data or f.factor.target.name in plan.locals}
 
 
-def global_step(problem, state, name: str, scale: float, rho: float, data: set, transform=None) -> None:
+def local_order(problem, plan) -> list:
+    """The locals of an E-step that starts from the globals: those that share a factor with a
+    global first (z before theta), so that the first sweep does not read their starting values."""
+    touches = {n for f in problem.factors if set(f.reads) & set(plan.globals) for n in f.reads}
+    return [n for n in plan.locals if n in touches] + [n for n in plan.locals if n not in touches]
+
+
+def start_at(problem, rng, globals_: dict, plan):
+    """The state with the globals at `globals_` and each local from its prior and one E-step
+    sweep (`local_order`): where a cluster's partitions start, and how one is rebuilt from its
+    data and the current globals after its worker is lost."""
+    state = initialise(problem, rng)
+    state.rng = rng
+    for name, natural in globals_.items():
+        state.set(name, natural.copy())
+    fit_locals(problem, state, local_order(problem, plan), 1, problem.schedule.local_tol)
+    return state
+
+
+def data_message(problem, state, name: str, data: set):
+    """Σ of the messages to `name` from the factors in `data` (a sum over groups)."""
+    return sum(f.message(state, name) for f in problem.neighbours[name] if f.name in data)
+
+
+def global_step(problem, state, name: str, scale: float, rho: float, data: set, transform=None,
+                observed=None) -> None:
     """λ ← (1 − ρ) λ + ρ (prior messages + scale · data messages) for the global `name`; the
-    data messages pass through `transform(λ, m)` first when given (SSMF's eq. 26)."""
+    data messages pass through `transform(λ, m)` first when given (SSMF's eq. 26). `observed`:
+    the data messages when they were summed elsewhere (a cluster's partitions)."""
     prior = sum(f.message(state, name) for f in problem.neighbours[name] if f.name not in data)
-    observed = sum(f.message(state, name) for f in problem.neighbours[name] if f.name in data)
+    if observed is None:
+        observed = data_message(problem, state, name, data)
     if transform is not None:
         observed = transform(state.natural[name], observed)
     target = prior + scale * observed

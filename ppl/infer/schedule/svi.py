@@ -18,7 +18,7 @@ from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
-from ppl.infer.schedule.steps import data_factors, fit_locals, global_step
+from ppl.infer.schedule.steps import data_factors, fit_locals, global_step, local_order
 
 SMOOTHING = 10  # steps averaged on each side of the convergence test, at least
 
@@ -63,10 +63,7 @@ class SVI:
         self.groups = source or GroupedSource.from_dataset(problem.model, problem.dataset, self.plan.group_column)
         self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
         self.globals: dict = {}
-        # an E-step starts from the globals: the locals that share a factor with one go first (z before theta)
-        touches = {n for f in problem.factors if set(f.reads) & set(self.plan.globals) for n in f.reads}
-        self.local_order = [n for n in self.plan.locals if n in touches] + \
-            [n for n in self.plan.locals if n not in touches]
+        self.local_order = local_order(problem, self.plan)
 
     def bind(self, groups: np.ndarray):
         """The model bound to the rows of `groups`, its state with the current globals and locals
@@ -179,7 +176,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     steps or the time limit.
     Streamed groups (`source`) leave a posterior of the globals only."""
     from ppl.infer.engine import Run
-    svi = SVI(problem, rng, source)
+    svi = source.stepper(problem, rng) if hasattr(source, "stepper") else SVI(problem, rng, source)
     svi.start()
     trace, converged, t = [], False, 0
     passes = svi.spec.passes
@@ -215,7 +212,8 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
         f"{recent.mean():.6g} ± {se:.2g}); the ELBO reported is computed once more at the end, on all the data"]
     spread = float(recent.std(ddof=1)) if len(recent) > 1 else 0.0  # one estimate's standard error, about
     if svi.streamed:
-        notes.append(f"the groups streamed from disk: the posterior holds the globals only; the ELBO is one more "
+        where = getattr(svi.groups, "where", "the groups streamed from disk")
+        notes.append(f"{where}: the posterior holds the globals only; the ELBO is one more "
                      f"pass over all {svi.groups.groups} groups")
     terms = {} if svi.streamed else problem.elbo_terms(state)
     return Run(state, trace, terms, converged, t, seconds, warnings=notes, elbo=elbo,
