@@ -117,10 +117,15 @@ def render(table: pd.DataFrame, held: int) -> str:
     stick = int((table["bound:stick"] < table["bound:bohning"]).sum())
     cvi = int((table["cvi"] < table[["bound:bohning", "bound:stick"]].min(axis=1)).sum())
     slower = table["cvi s"].mean() / table[["bound:bohning s", "bound:stick s"]].mean().mean()
+    diff = table["bound:stick"] - table["bound:bohning"]
+    se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
     lines += ["", "Best rule per split: " + ", ".join(f"`{r}` {n}" for r, n in best.items()) + ".", "",
               "**The thesis's ordering.** Stick-breaking under the piecewise bound imputes better than the",
-              f"multinomial Böhning bound on {stick} of {len(table)} splits; the thesis finds stick-PW ahead of its",
-              "logit bounds (Böhning, and the log bound, which ppl does not have) on every split. Böhning is",
+              f"multinomial Böhning bound on {stick} of {len(table)} splits (stick − Böhning {diff.mean():+.4f} nats on",
+              f"average, standard error over the splits {se:.4f}); the thesis finds stick-PW ahead of its logit",
+              "bounds (Böhning, and the log bound, which ppl does not have) on all 20 splits. Here every rule is",
+              "far ahead of the baseline, but where the difference of the two bounds is within about its",
+              "standard error, these splits do not resolve their order. Böhning is",
               "the loosest bound: its fixed curvature (here ½·I, since z[n] is shared by the categories)",
               "penalises every logit's variance, and loose bounds bias the fit (thesis §7). `cvi` is not in",
               "the thesis's comparison: it fits the softmax likelihood itself, with no bound slack (E[lse]",
