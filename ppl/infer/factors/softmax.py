@@ -6,6 +6,11 @@ So η_k is one `LinearForm` per class, and under a q that factorises across clas
 η_nk are independent with means m_nk and variances v_nk. Each (n, k) becomes a scalar Gaussian
 site τ̃ = −g2, ỹ = m + g1/τ̃ from a rule of `ppl.infer.softmax`, and the message to the read of
 class k is the linear-Gaussian message of `read_message`, exactly as for a scalar GLM factor.
+
+A latent read by every class (z[n] in `lam[j] @ z[n] + b[j]`, factor analysis) correlates the
+margins; the sites still see each margin alone, so Böhning's bound takes the diagonal ½·I ⪰ A.
+A missing outcome is marginalised: no site, a zero ELBO term, and q(y) the class probabilities
+averaged over q(η).
 """
 
 from __future__ import annotations
@@ -73,7 +78,6 @@ class SoftmaxFactor(FactorRuntime):
         # Böhning's bound then takes the diagonal ½·I ⪰ A, which holds whatever the correlation
         if rule == "bound:bohning" and shared:
             self.approximation = functools.partial(softmax.bohning, curvature=0.5)
-        self.shared = tuple(dict.fromkeys(shared))
         values = np.asarray(dataset.arrays[factor.target.name]).reshape(-1, 1)
         mask = dataset.masks.get(factor.target.name)
         # missing cells are marginalised: no site, and q(y) there is the predictive (`_message`)
