@@ -188,6 +188,53 @@ def binary_fa():
     write("binary_fa", pd.DataFrame(y, columns=[f"y{j + 1}" for j in range(J)]))
 
 
+def _softmax_draws(rng, eta):
+    """One category per row of the logits `eta` (..., C), coded 1..C."""
+    p = np.exp(eta - eta.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return 1 + (p.cumsum(-1) < rng.random(eta.shape[:-1] + (1,))).sum(-1)
+
+
+def categorical_fa():
+    # N = 200 rows, J = 6 items with C = 3 categories (coded 1..3), K = 2 factors;
+    # z[n], lam[j, c] ~ N(0, 1.5^2 I), b[j, c] ~ N(0, 0.5^2);
+    # y[n, j] ~ Categorical(softmax(lam[j] z[n] + b[j])); then 5% of the cells, at random, emptied.
+    rng = np.random.default_rng(13)
+    N, J, C, K = 200, 6, 3, 2
+    z = rng.normal(size=(N, K))
+    lam = rng.normal(size=(J, C, K)) * 1.5
+    b = rng.normal(size=(J, C)) * 0.5
+    y = _softmax_draws(rng, np.einsum("jck,nk->njc", lam, z) + b).astype(object)
+    y[rng.random((N, J)) < 0.05] = None
+    write("categorical_fa", pd.DataFrame(y, columns=[f"y{j + 1}" for j in range(J)]))
+
+
+def mixed_fa():
+    # N = 250 rows, K = 2 factors z[n] ~ N(0, I); 3 binary items b1..b3 (Bernoulli-logistic),
+    # 3 categorical items c1..c3 with 3 categories (softmax), 3 ordinal items o1..o3 rated 1..4
+    # (cumulative logit, cutpoints -1.5, 0, 1.5); loadings N(0, 1.5^2 I), offsets N(0, 0.5^2);
+    # then 5% of the categorical cells, at random, emptied.
+    rng = np.random.default_rng(14)
+    N, K = 250, 2
+    z = rng.normal(size=(N, K))
+    frame = pd.DataFrame(index=range(N))
+    lam = rng.normal(size=(3, K)) * 1.5
+    a = rng.normal(size=3) * 0.5
+    for j, col in enumerate(rng.binomial(1, logistic(z @ lam.T + a)).T):
+        frame[f"b{j + 1}"] = col
+    lam = rng.normal(size=(3, 3, K)) * 1.5
+    b = rng.normal(size=(3, 3)) * 0.5
+    y = _softmax_draws(rng, np.einsum("jck,nk->njc", lam, z) + b).astype(object)
+    y[rng.random(y.shape) < 0.05] = None
+    for j in range(3):
+        frame[f"c{j + 1}"] = y[:, j]
+    lam = rng.normal(size=(3, K)) * 1.5
+    eta = z @ lam.T + rng.normal(size=3) * 0.5
+    for j in range(3):
+        frame[f"o{j + 1}"] = 1 + np.searchsorted(np.array([-1.5, 0.0, 1.5]), eta[:, j] + rng.logistic(size=N))
+    write("mixed_fa", frame)
+
+
 def latent_class():
     # N = 300 people, J = 6 items with L = 3 levels each (coded 1..3), K = 3 classes with
     # weights (0.5, 0.3, 0.2); each class has its own response distribution for every item.
@@ -350,7 +397,7 @@ MAKERS = {f.__name__: f for f in (
     logistic_regression, hierarchical_logistic, gp_classification, poisson_regression,
     multinomial_logistic, lda, poisson_mf, kalman_bernoulli, binary_fa, latent_class, gamma_toy,
     ordinal_regression, logistic_wide, spectral_unmixing, lda_counts, surgical, hmm, casino,
-    factorial_hmm)}
+    factorial_hmm, categorical_fa, mixed_fa)}
 
 
 def main(names: list[str]) -> None:

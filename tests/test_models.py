@@ -30,6 +30,7 @@ EXPECTED_MODELS = {
     "lda", "ctm", "poisson_mf", "kalman_bernoulli", "binary_fa", "latent_class", "gamma_toy",
     "ordinal_regression", "logistic_wide",
     "spectral_unmixing", "lda_counts", "surgical", "surgical_expanded", "hmm", "casino", "factorial_hmm",
+    "categorical_fa", "mixed_fa",
 }
 
 
@@ -143,6 +144,13 @@ EDGES = {
                          ("y[t]", "x"): C},
     "binary_fa": {("z[n]", "z"): V, ("lam[j]", "lam"): V, ("c[j]", "c"): V,
                   ("y[n, j]", "z"): N, ("y[n, j]", "lam"): N, ("y[n, j]", "c"): N},
+    "categorical_fa": {("z[n]", "z"): V, ("lam[j, c]", "lam"): V, ("b[j, c]", "b"): V, ("y[n, j]", "y"): V,
+                       ("y[n, j]", "z"): C, ("y[n, j]", "lam"): C, ("y[n, j]", "b"): C},
+    "mixed_fa": {("z[n]", "z"): V, ("u[j]", "u"): V, ("a[j]", "a"): V, ("lam[j, c]", "lam"): V,
+                 ("b[j, c]", "b"): V, ("w[j]", "w"): V, ("d[j]", "d"): V, ("y[n, j]", "y"): V,
+                 ("x[n, j]", "z"): N, ("x[n, j]", "u"): N, ("x[n, j]", "a"): N,
+                 ("y[n, j]", "z"): C, ("y[n, j]", "lam"): C, ("y[n, j]", "b"): C,
+                 ("r[n, j]", "z"): N, ("r[n, j]", "w"): N, ("r[n, j]", "d"): N},
     "latent_class": {("pi", "pi"): V, ("phi[k, j]", "phi"): V, ("z[n]", "z"): V, ("z[n]", "pi"): V,
                      ("x[n, j]", "phi"): V, ("x[n, j]", "z"): V},
     "gamma_toy": {("z", "z"): V, ("y", "z"): C},
@@ -198,6 +206,8 @@ SHAPES = {
     "poisson_mf": {"user": [1200], "count": [1200], "theta": [30, 3], "beta": [40, 3]},
     "kalman_bernoulli": {"y": [500], "x": [500], "a": []},
     "binary_fa": {"y": [200, 10], "z": [200, 2], "lam": [10, 2], "c": [10]},
+    "categorical_fa": {"y": [200, 6], "z": [200, 2], "lam": [6, 3, 2], "b": [6, 3]},
+    "mixed_fa": {"x": [250, 3], "y": [250, 3], "r": [250, 3], "z": [250, 2], "lam": [3, 3, 2], "w": [3, 2]},
     "latent_class": {"x": [300, 6], "z": [300], "phi": [3, 6, 3], "pi": [3]},
     "gamma_toy": {"y": [50], "z": []},
     "ordinal_regression": {"x": [300, 3], "rating": [300], "w": [3]},

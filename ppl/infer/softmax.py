@@ -22,6 +22,8 @@ only g1_k = ∂E[log f]/∂m_k and g2_k = 2 ∂E[log f]/∂v_k: one scalar Gauss
   category bound (A_ref = ½[I − 11ᵀ/K] over the K − 1 logits η_j − η_K, positive definite) in K
   coordinates: Pᵀ A_ref P = A for P η = (η_j − η_K)_j, so the two bound lse equally for any q: term = m_y − lse(m) − ½ Σ_k A_kk v_k, g1 = onehot(y) −
   softmax(m), g2 = −A_kk = −(K − 1)/(2K). A strict lower bound on E[log f];
+- `predictive`, `stick_predictive`: the probabilities of the classes averaged over q (the
+  imputation of a missing outcome);
 - `stick`: not the softmax but the stick-breaking likelihood on the first K − 1 predictors
   (thesis §5.6, with its digest's errata): log p(k) = η_k − Σ_{j≤k} llp(η_j) for k < K and
   log p(K) = −Σ_{j<K} llp(η_j). Stick j is a Bernoulli-logistic factor on η_j with outcome
@@ -31,7 +33,7 @@ only g1_k = ∂E[log f]/∂m_k and g2_k = 2 ∂E[log f]/∂v_k: one scalar Gauss
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import expit, logsumexp, softmax
 
 from ppl.infer import likelihoods
 
@@ -147,10 +149,14 @@ def bohning_curvature(k: int) -> float:
     return 0.5 * (1.0 - 1.0 / k)
 
 
-def bohning(y, m, v):
-    """The multinomial Böhning bound at ψ = m: (m_y − lse(m) − ½ Σ_k A_kk v_k, y − softmax(m), −A_kk)."""
+def bohning(y, m, v, curvature=None):
+    """The multinomial Böhning bound at ψ = m: (m_y − lse(m) − ½ Σ_k A_kk v_k, y − softmax(m), −A_kk).
+
+    With `curvature` c, the bound with the diagonal c·I ⪰ A in place of A (c = ½ is the smallest
+    such multiple of I): a bound for margins correlated across classes, whose E[(η − m)ᵀA(η − m)]
+    has cross-class covariances that the diagonal of A does not see."""
     k = m.shape[-1]
-    a = bohning_curvature(k)
+    a = bohning_curvature(k) if curvature is None else curvature
     term = _pick(m, y) - logsumexp(m, axis=-1) - 0.5 * a * np.sum(v, -1)
     return term, onehot(y, k) - softmax(m, axis=-1), np.full(np.shape(m), -a)
 
@@ -173,6 +179,22 @@ def stick(tab):
         term, g1, g2 = binary(logistic, outcome, trials, m, v)
         return term.sum(-1), g1, g2
     return rule
+
+
+def predictive(m, v):
+    """E[softmax(η)] under independent margins N(m_k, v_k), by `expected`'s nodes: lead + (K,)."""
+    m, v = np.broadcast_arrays(np.asarray(m, dtype=float), np.asarray(v, dtype=float))
+    nodes, weights = _grid(m.shape[-1])
+    return _averages(m, v, nodes, weights)[1]
+
+
+def stick_predictive(m, v):
+    """The stick-breaking probabilities of the K classes, averaged over independent margins of
+    the K − 1 sticks (m, v: lead + (K − 1,)): P(k) = E[σ(η_k)] Π_{j<k} (1 − E[σ(η_j)])."""
+    x, w = likelihoods.NODES, likelihoods.HERMITE_WEIGHTS
+    p = expit(np.asarray(m)[..., None] + np.sqrt(2.0 * np.asarray(v))[..., None] * x) @ w
+    left = np.cumprod(np.concatenate([np.ones(p.shape[:-1] + (1,)), 1.0 - p], -1), -1)
+    return np.concatenate([p, np.ones(p.shape[:-1] + (1,))], -1) * left
 
 
 RULES = {"ncvmp": expected, "cvi": expected, "delta": delta, "laplace": laplace, "bound:bohning": bohning}
