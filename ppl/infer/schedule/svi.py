@@ -18,7 +18,7 @@ from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
-from ppl.infer.schedule.steps import data_factors, fit_locals, global_step
+from ppl.infer.schedule.steps import data_factors, estep_order, fit_locals, global_step, random_globals
 
 SMOOTHING = 10  # steps averaged on each side of the convergence test, at least
 
@@ -63,10 +63,7 @@ class SVI:
         self.groups = source or GroupedSource.from_dataset(problem.model, problem.dataset, self.plan.group_column)
         self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
         self.globals: dict = {}
-        # an E-step starts from the globals: the locals that share a factor with one go first (z before theta)
-        touches = {n for f in problem.factors if set(f.reads) & set(self.plan.globals) for n in f.reads}
-        self.local_order = [n for n in self.plan.locals if n in touches] + \
-            [n for n in self.plan.locals if n not in touches]
+        self.local_order = estep_order(problem, self.plan.locals)
 
     def bind(self, groups: np.ndarray):
         """The model bound to the rows of `groups`, its state with the current globals and locals
@@ -85,7 +82,7 @@ class SVI:
         if estep == "gibbs":
             fit_locals(problem, state, order, 1, self.spec.local_tol)  # a start for the chain
             return gibbs(problem, state, order, self.spec.local_sweeps, self.rng)
-        return fit_locals(problem, state, order, self.spec.local_sweeps, self.spec.local_tol)
+        return fit_locals(problem, state, order, self.spec.local_sweeps, self.spec.local_tol, estep=estep)
 
     def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
         data = data_factors(problem, self.plan)
@@ -107,7 +104,11 @@ class SVI:
         """Globals from a batch fit of one minibatch, scaled to the whole data: from the locals as
         `initialise` leaves them (symmetry broken), alternating M- and E-steps until the locals
         settle. Mixture components that one minibatch does not need are switched off here, where
-        the stochastic steps would take hundreds of passes to do it."""
+        the stochastic steps would take hundreds of passes to do it. Under `init=random` the
+        globals are drawn instead (`random_globals`) and the first step fits its locals to them."""
+        if self.spec.init == "random":
+            self.globals.update(random_globals(self.problem, self.plan.globals, self.rng))
+            return
         groups = self.batches.next()
         problem, state = self.bind(groups)
         scale = self.groups.groups / len(groups)
