@@ -112,3 +112,9 @@ def test_batch_gibbs_is_refused_where_it_is_written():
     with pytest.raises(ModelError) as info:
         ppl.compile("schedule batch(estep=gibbs)\ndata y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)\n")
     assert info.value.code == "E298" and info.value.span.line == 1
+
+
+@pytest.mark.parametrize("schedule", ["svi(batch=20, estep=cvb0)", "ssmf(batch=20, estep=cvb0)"])
+def test_cvb0_goes_with_every_m_step(schedule):
+    post = ppl.load("models/lda.vim").infer("models/lda.csv", seed=0, schedule=schedule, max_iter=15)
+    assert post.elbo > -71955.8 * 1.05  # batch VMP's bound on the same data, within 5%

@@ -48,7 +48,7 @@ class ScheduleSpec:
     inner: int | None = None  # E-step sweeps at most; default 1 in batch, 100 in a stochastic schedule
     local_tol: float = 1e-3
     estep: str = "vmp"  # vmp: mean field on the block; gibbs: its exact conditional, by sampling; cvb0: collapsed
-    init: str = "data"
+    init: str | None = None  # None: "data", or "random" for a Dirichlet–Categorical block (ppl.infer.schedule.blocks)
     warm: bool | None = None  # batch: locals carried over; None: when they are updated once a sweep
     span: object = None
 

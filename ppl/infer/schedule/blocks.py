@@ -23,61 +23,104 @@ from scipy.special import digamma
 
 class DirichletCategorical:
     """The block (θ, z): `own` the factor z ~ Categorical(θ[d]), `data` the factor that z selects
-    components of; `doc` the element of θ each row reads."""
+    components of. Sums over a group's rows are one sparse product (groups × rows, the rows'
+    weights as values), so no row is ever looped over."""
 
     def __init__(self, problem, theta: str, z: str, own, data):
+        from scipy.sparse import csr_matrix
         self.problem, self.theta, self.z, self.own, self.data = problem, theta, z, own, data
         self.doc = own.reads[theta][0].index.reshape(-1)
-        self.groups = int(np.prod(problem.shapes[theta], dtype=np.int64))
-        order = np.diff(self.doc)
-        self.starts = np.flatnonzero(np.r_[True, order != 0]) if np.all(order >= 0) else None
+        count = own.count(theta)
+        weights = np.ones(len(self.doc)) if count is None else np.asarray(count, float).reshape(-1)
+        groups = int(np.prod(problem.shapes[theta], dtype=np.int64))
+        self.rows = csr_matrix((weights, (self.doc, np.arange(len(self.doc)))), shape=(groups, len(self.doc)))
 
     def fit(self, state, inner: int, tol: float, estep: str = "vmp") -> int:
-        """At most `inner` sweeps until the largest relative change of E[log θ] is below `tol`;
-        returns the sweeps taken."""
-        problem, theta = self.problem, self.theta
-        prior = sum(f.message(state, theta) for f in problem.neighbours[theta] if f is not self.own)
-        log_b = self.data.expected_log(state).reshape(len(self.doc), -1)
-        shift = log_b.max(axis=1, keepdims=True)
-        b = np.exp(log_b - shift)
-        count = self.own.count(theta)
-        count = None if count is None else np.asarray(count, float).reshape(-1, 1)
-        elog = state.moments(theta)
+        """At most `inner` sweeps, a group's stopping once the largest relative change of its
+        E[log θ] is below `tol`; the last sweep updates z then θ of every group. Returns the
+        sweeps taken."""
+        theta = self.theta
+        prior = sum(f.message(state, theta) for f in self.problem.neighbours[theta] if f is not self.own)
         alpha = prior + 1.0
-        resp = None
-        sweeps = 0
-        for sweeps in range(1, inner + 1):
-            if estep == "cvb0" and resp is not None:
-                weight = (totals[self.doc] - resp + alpha[self.doc]) * b  # one token out, even of a counted row
-            else:
-                weight = np.exp(elog - elog.max(axis=1, keepdims=True))[self.doc] * b
+        log_b = self.data.expected_log(state).reshape(len(self.doc), -1)
+        b = np.exp(log_b - log_b.max(axis=1, keepdims=True))
+        if estep == "cvb0":
+            resp, sweeps = self._cvb0(alpha, b, state.moments(theta), inner, tol)
+        else:
+            elog, sweeps = self._collapsed(alpha, b, state.moments(theta).copy(), inner - 1, tol)
+            weight = np.exp(elog - elog.max(axis=1, keepdims=True))[self.doc] * b
             resp = weight / weight.sum(axis=1, keepdims=True)
-            totals = self._sum(resp if count is None else resp * count)
-            gamma = alpha + totals
-            new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
-            change = float(np.max(np.abs(new - elog) / (1.0 + np.abs(elog)), initial=0.0))
-            elog = new
-            if change < tol:
-                break
+            sweeps += 1
         with np.errstate(divide="ignore"):  # a topic that a token cannot have: log 0
             state.set(self.z, np.log(resp), moments=resp)
-        state.set(theta, gamma - 1.0)
+        state.set(theta, alpha - 1.0 + self.rows @ resp)
         return sweeps
 
-    def _sum(self, rows: np.ndarray) -> np.ndarray:
-        """Σ of `rows` over each group's rows: a running sum over contiguous groups, else bincount."""
-        if self.starts is not None:
-            out = np.zeros((self.groups, rows.shape[1]))
-            out[self.doc[self.starts]] = np.add.reduceat(rows, self.starts, axis=0)
-            return out
-        return np.stack([np.bincount(self.doc, rows[:, k], minlength=self.groups) for k in range(rows.shape[1])],
-                        axis=1)
+    def _collapsed(self, alpha, b, elog, sweeps: int, tol: float):
+        """`sweeps` mean-field sweeps with z summed out: γ_d = α + θ'_d ⊙ Σ_{t∈d} c_t b_t/(θ'_d·b_t),
+        over the groups that have not settled (the set shrinks as they do)."""
+        active = np.arange(len(elog))
+        rows, part, doc = self.rows, b, self.doc
+        done = 0
+        for done in range(1, sweeps + 1):
+            theta = np.exp(elog[active] - elog[active].max(axis=1, keepdims=True))
+            norm = np.einsum("tk,tk->t", theta[doc], part)
+            gamma = alpha[active] + theta * (rows @ (part / norm[:, None]))
+            new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
+            moving = np.max(np.abs(new - elog[active]) / (1.0 + np.abs(elog[active])), axis=1) >= tol
+            elog[active] = new
+            if not moving.any():
+                break
+            if moving.sum() < 0.9 * len(active):  # drop the settled groups and their rows
+                active = active[moving]
+                rows = self.rows[active]
+                tokens = rows.indices
+                part, doc = b[tokens], np.repeat(np.arange(len(active)), np.diff(rows.indptr))
+                rows = type(rows)((rows.data, np.arange(len(tokens)), rows.indptr), shape=(len(active), len(tokens)))
+        return elog, done
+
+    def _cvb0(self, alpha, b, elog, inner: int, tol: float):
+        """A mean-field sweep from E[log θ], then CVB0 sweeps from the last sweep's counts."""
+        weight = np.exp(elog - elog.max(axis=1, keepdims=True))[self.doc] * b
+        sweeps = 1
+        for sweeps in range(1, inner + 1):
+            if sweeps > 1:
+                weight = ((self.rows @ resp)[self.doc] - resp + alpha[self.doc]) * b  # one token out
+            new = weight / weight.sum(axis=1, keepdims=True)
+            if sweeps > 1 and np.max(np.abs(new - resp)) < tol:
+                resp = new
+                break
+            resp = new
+        return resp, sweeps
 
 
 def dirichlet_categorical(problem, names) -> DirichletCategorical | None:
     """The fused block when `names` are a Dirichlet θ and a Categorical z whose only factors are
     z ~ Categorical(θ[d]) and one observed categorical whose components z selects from globals;
     None otherwise (the generic sweep then runs)."""
+    parts = _parts(problem, names)
+    return DirichletCategorical(problem, *parts) if parts is not None else None
+
+
+INNER = 30  # E-step iterations at most of LDA's batch sweep (scikit-learn: 100, gensim: 50)
+
+
+def block_defaults(problem):
+    """The schedule of `problem` with LDA's batch defaults where its local block is a Dirichlet–
+    Categorical pair and the user left them out: topics drawn at random (`init=random`: the
+    locals' random responsibilities average out over hundreds of tokens per topic, so the topics
+    would start nearly uniform) and the locals refitted from the prior each sweep for at most
+    `INNER` iterations (carried over and updated once, the sweep crawls and the documents keep
+    too many topics: docs/tutorials/lda.md). Other models, and stochastic schedules, keep theirs."""
+    from dataclasses import replace
+    spec = problem.schedule
+    if spec.stochastic or _parts(problem, problem.local) is None:
+        return spec
+    return replace(spec, init=spec.init or "random", inner=spec.inner or INNER)
+
+
+def _parts(problem, names):
+    """(θ, z, z's own factor, the data factor) of a Dirichlet–Categorical block, or None."""
     if len(names) != 2:
         return None
     families = {problem.families[n].name: n for n in names}
@@ -96,4 +139,4 @@ def dirichlet_categorical(problem, names) -> DirichletCategorical | None:
             data.factor.target.name not in problem.model.data or set(data.reads) & set(names) != {z} or \
             data.factor.dist.name != "Categorical":
         return None
-    return DirichletCategorical(problem, theta, z, own, data)
+    return theta, z, own, data
