@@ -12,8 +12,9 @@ only input), so the table compares topics, not fold-in code.
 - ppl: models/lda.vim with the vocabulary fixed (`V` a constant): its default batch schedule
   (for a Dirichlet–Categorical block: random topics, each sweep the documents refitted from the
   prior for at most 30 iterations) for 50 sweeps as scikit-learn's batch runs 50 iterations, and
-  `svi`, `ssmf_a`, `ssmf` with scikit-learn online's settings (minibatches of 32, 20 passes,
-  τ = 10, κ = 0.7, no N ramp, random initial topics);
+  `svi` with scikit-learn online's settings (minibatches of 32, 20 passes, τ = 10, κ = 0.7, no
+  N ramp, random initial topics); SSMF-A and SSMF are compared with SVI in the η table
+  (`--eta-grid`);
 - floor: the same batch algorithm by hand in numpy (documents × words counts, sparse), run for
   as many sweeps as ppl's run of the same seed;
 - scikit-learn `LatentDirichletAllocation` (batch and online, learning_decay 0.7);
@@ -161,8 +162,6 @@ def run(only: set | None):
          lambda seed: fit_ppl(train, seed=seed, sweeps=SWEEPS)),
         ("numpy floor (the same batch algorithm)", None),
         (f"ppl svi({STEP})", lambda seed: fit_ppl(train, f"svi({STEP})", seed=seed)),
-        (f"ppl ssmf_a({STEP})", lambda seed: fit_ppl(train, f"ssmf_a({STEP})", seed=seed)),
-        (f"ppl ssmf({STEP})", lambda seed: fit_ppl(train, f"ssmf({STEP})", seed=seed)),
         ("scikit-learn batch (50 iterations)", lambda seed: fit_sklearn(train, "batch", seed)),
         ("scikit-learn online (20 passes)", lambda seed: fit_sklearn(train, "online", seed)),
         ("gensim (20 passes)", lambda seed: fit_gensim(train, seed)),
@@ -190,7 +189,7 @@ def run(only: set | None):
             scores.append(completion(topics, seen, held))
             print(f"{name:45s} seed {seed} held-out {scores[-1]:.4f}  cpu {cpus[-1]:6.2f} s  {notes[-1] or ''}",
                   flush=True)
-        unit = "sweeps" if "batch" in name and "ppl" in name or "floor" in name else "steps"
+        unit = "sweeps" if name.startswith("ppl batch") or "floor" in name else "steps"
         note = f"{', '.join(map(str, notes))} {unit}" if notes[0] is not None else ""
         rows.append((name, scores, float(np.mean(cpus)), float(np.mean(walls)), note))
     return rows, train, test
@@ -211,6 +210,11 @@ def table(rows, train, test) -> str:
     for name, scores, cpu, wall, note in rows:
         lines.append(f"| {name} | {np.mean(scores):.4f} | {min(scores):.4f} … {max(scores):.4f} | {cpu:.2f} | "
                      f"{wall:.2f} | {note} |")
+    cpu = {name.split(" (")[0]: row_cpu for name, _, row_cpu, _, _ in rows}
+    if "ppl batch" in cpu and "numpy floor" in cpu:
+        lines.append(f"\nppl's batch run costs {cpu['ppl batch'] / cpu['numpy floor']:.2f}× the floor's CPU time for "
+                     "the same sweeps: the E-step is the same sparse product, and ppl adds the exact ELBO of "
+                     "every sweep, z's logarithms and the factors' messages to the topics.")
     return "\n".join(lines) + "\n"
 
 

@@ -45,8 +45,10 @@ class Model:
         dataset = self.bind(data, na=na) if data is not None else None
         analysis = self.analyze(dataset, methods)
         report = analysis.to_json(self.checked, self.graph(dataset))
-        report["schedule"] = schedule_report(self.checked, analysis.scopes,
-                                             parse_schedule(schedule) if schedule else None, analysis.chains)
+        spec = parse_schedule(schedule) if schedule else None
+        if dataset is not None:  # the schedule the run takes: with the defaults of its local block
+            spec = _run_schedule(self.checked, dataset, analysis, spec)
+        report["schedule"] = schedule_report(self.checked, analysis.scopes, spec, analysis.chains)
         return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
@@ -168,3 +170,14 @@ def load(path, set: dict | None = None) -> Model:  # noqa: A002
     except OSError as exc:
         raise ModelError("E001", f"cannot read model file {path}: {exc.strerror or exc}") from None
     return Model(text, str(path), set)
+
+
+def _run_schedule(checked, dataset, analysis, spec):
+    """The schedule a run on `dataset` takes (`ppl.infer.schedule.blocks.block_defaults`), or
+    `spec` as given when the model cannot be built for a run (the run then says why)."""
+    from ppl.infer.access import Unsupported
+    from ppl.infer.build import build_problem
+    try:
+        return build_problem(checked, dataset, analysis, spec).schedule
+    except Unsupported:
+        return spec

@@ -34,10 +34,12 @@ def batch_sweep(problem, state, step) -> int:
 
 
 def batch_e_step(problem, state, step=lambda name: 1.0) -> int:
-    """The locals of every group, from the prior when the schedule restarts them."""
-    order = estep_order(problem, problem.local)
+    """The locals of every group, from the prior when the schedule restarts them (then those that
+    read a global go first); carried over, in the sweep order of plain VMP."""
+    order = list(problem.local)
     if problem.schedule.restarted:
         restart_locals(problem, state, problem.local)
+        order = estep_order(problem, problem.local)
     return fit_locals(problem, state, order, problem.inner, problem.schedule.local_tol, step, problem.schedule.estep)
 
 
