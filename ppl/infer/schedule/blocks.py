@@ -123,7 +123,7 @@ def _parts(problem, names):
     """(θ, z, z's own factor, the data factor) of a Dirichlet–Categorical block, or None."""
     if len(names) != 2:
         return None
-    families = {problem.families[n].name: n for n in names}
+    families = {getattr(problem.families.get(n), "name", None): n for n in names}  # a @joint key has none
     theta, z = families.get("Dirichlet"), families.get("Categorical")
     if theta is None or z is None or z in problem.dataset.arrays or theta in problem.dataset.arrays:
         return None
