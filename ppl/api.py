@@ -50,8 +50,10 @@ class Model:
             from ppl.infer.block import describe_blocks
             for entry, text in zip(report["gaussian_blocks"], describe_blocks(self.checked, dataset, analysis)):
                 entry["layout"] = text
-        report["schedule"] = schedule_report(self.checked, analysis.scopes,
-                                             parse_schedule(schedule) if schedule else None, analysis.chains)
+        spec = parse_schedule(schedule) if schedule else None
+        if dataset is not None:  # the schedule the run takes: with the defaults of its local block
+            spec = _run_schedule(self.checked, dataset, analysis, spec)
+        report["schedule"] = schedule_report(self.checked, analysis.scopes, spec, analysis.chains)
         return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
@@ -225,3 +227,14 @@ def load(path, set: dict | None = None) -> Model:  # noqa: A002
     except OSError as exc:
         raise ModelError("E001", f"cannot read model file {path}: {exc.strerror or exc}") from None
     return Model(text, str(path), set)
+
+
+def _run_schedule(checked, dataset, analysis, spec):
+    """The schedule a run on `dataset` takes (`ppl.infer.schedule.blocks.block_defaults`), or
+    `spec` as given when the model cannot be built for a run (the run then says why)."""
+    from ppl.infer.access import Unsupported
+    from ppl.infer.build import build_problem
+    try:
+        return build_problem(checked, dataset, analysis, spec).schedule
+    except Unsupported:
+        return spec

@@ -152,7 +152,8 @@ def test_gmm_under_svi_reaches_the_batch_bound():
 
 
 def test_batch_inner_loop_keeps_the_elbo_rising():
-    problem = bound("lda", ScheduleSpec("batch", inner=20))
+    """Carried over (`warm=1`), an inner loop of the locals is coordinate ascent."""
+    problem = bound("lda", ScheduleSpec("batch", inner=20, warm=True))
     from ppl.infer.engine import Options, run
     result = run(problem, Options(seed=0, max_iter=15))
     assert np.all(np.diff(result.trace) >= -1e-9 * np.abs(result.trace[1:]))

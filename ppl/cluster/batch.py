@@ -26,7 +26,7 @@ from ppl.cluster import worker
 from ppl.infer.access import Unsupported
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
-from ppl.infer.schedule.steps import data_factors
+from ppl.infer.schedule.steps import data_factors, random_globals
 from ppl.infer.update import update
 
 START_GROUPS = 1000  # groups of the sample the starting globals are fitted to
@@ -72,6 +72,8 @@ def run_batch(problem, options, rng, progress, start, cluster):
     first = order[0] if order else []
     globals_ = start_globals(problem, rng, cluster, START_GROUPS)
     state = initialise(problem, rng)
+    if problem.schedule.init == "random":  # as the engine's `random_start`, after its initial state
+        globals_.update(random_globals(problem, plan.globals, rng))
     for name, natural in globals_.items():
         state.set(name, natural.copy())
     cluster.open_run(problem.analysis, problem.schedule, int(rng.integers(2 ** 62)))

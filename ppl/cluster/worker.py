@@ -29,8 +29,8 @@ from ppl.infer.build import build_problem
 from ppl.infer.convergence import mean_change
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
-from ppl.infer.schedule.sampled import gibbs
-from ppl.infer.schedule.steps import data_factors, data_message, fit_locals, local_order, start_at
+from ppl.infer.schedule.steps import batch_e_step, data_factors, data_message, estep_order, start_at
+from ppl.infer.schedule.svi import minibatch_e_step
 
 
 class PartitionStates(WorkerPlugin):
@@ -160,8 +160,7 @@ def estep_task(part: Partition, run: str, tick: int, seed: int, globals_: dict, 
     held = _held(part, run, tick, seed, globals_)
     problem, state = held.problem, held.state
     held.before = {n: state.natural[n] for n in problem.local}
-    fit_locals(problem, state, list(problem.local), problem.inner, problem.schedule.local_tol,
-               lambda name: steps.get(name, 1.0))
+    batch_e_step(problem, state, lambda name: steps.get(name, 1.0))
     return _reply(held, names)
 
 
@@ -197,12 +196,7 @@ def _svi_estep(part: Partition, seed: int, groups, globals_: dict) -> Held:
     held = _bind(part, dataset, seed)
     problem, state, spec = held.problem, held.state, part.spec
     _set(state, globals_)
-    order = local_order(problem, held.plan)
-    if spec.estep == "gibbs":
-        fit_locals(problem, state, order, 1, spec.local_tol)
-        gibbs(problem, state, order, spec.local_sweeps, state.rng)
-    else:
-        fit_locals(problem, state, order, spec.local_sweeps, spec.local_tol)
+    minibatch_e_step(problem, state, estep_order(problem, held.plan.locals), spec, state.rng, spec.estep)
     _set(state, {n: v[0] if isinstance(v, tuple) else v for n, v in globals_.items()})  # unpinned
     held.rebuilt = 0
     return held
@@ -214,7 +208,7 @@ def locals_task(part: Partition, run: str, tick: int, seed: int, globals_: dict)
     spec = part.spec
     held = _bind(part, part.dataset, seed)
     _set(held.state, globals_)
-    fit_locals(held.problem, held.state, local_order(held.problem, held.plan), spec.local_sweeps, spec.local_tol)
+    minibatch_e_step(held.problem, held.state, estep_order(held.problem, held.plan.locals), spec, held.state.rng)
     held.rebuilt = 0
     return _reply(held, ())
 

@@ -23,6 +23,7 @@ from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.lang import ast
+from ppl.infer.schedule.blocks import block_defaults
 from ppl.lang.schedule import ScheduleSpec
 from ppl.infer.plates import Environment, check_coverage
 
@@ -194,9 +195,11 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
               "(eq. 19), not a bound",) if approximate else ()
     low_rank = tuple(n for n in latent if isinstance(families.get(n), fam.MvNormal) and shapes.get(n) == ())
     local = [n for n in order if scopes.get(n, ("local",))[0] != "global"]
-    return Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
-                   stochastic, pure, damped, guarded, notes, low_rank, scopes,
-                   schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
+    problem = Problem(model, dataset, env, families, shapes, runtimes, neighbours, order, latent, steps,
+                      stochastic, pure, damped, guarded, notes, low_rank, scopes,
+                      schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
+    problem.schedule = block_defaults(problem)
+    return problem
 
 
 def _rule(factor, analysis, nonconjugate: set) -> tuple[str, dict]:

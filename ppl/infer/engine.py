@@ -20,7 +20,7 @@ from ppl.infer.accelerate import accelerator
 from ppl.infer.build import Problem, build_problem
 from ppl.infer.convergence import Convergence, Monitor
 from ppl.infer.initialise import initialise
-from ppl.infer.schedule.steps import batch_sweep
+from ppl.infer.schedule.steps import batch_sweep, random_start
 from ppl.infer.update import update as _update
 
 
@@ -115,10 +115,13 @@ def run(problem: Problem, options: Options, progress=None, source=None, initial=
 def _run_once(problem: Problem, options: Options, rng, progress, start, initial=None) -> Run:
     state = (initial or initialise)(problem, rng)
     state.rng = rng
+    if problem.schedule.init == "random":
+        random_start(problem, state, rng)
+    restarted = problem.schedule.restarted  # locals refitted from the prior: not coordinate ascent
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
     interrupted = False
     elbo = problem.elbo(state)
-    accel = accelerator(problem, options.accelerate) if options.damping == 1.0 else None
+    accel = accelerator(problem, options.accelerate) if options.damping == 1.0 and not restarted else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration = 0
     for iteration in range(1, options.max_iter + 1):
@@ -135,7 +138,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
         if accel is not None:
             new, informative = accel.after_sweep(state, new)
         fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
-        if fell and problem.pure_vmp and options.damping == 1.0:
+        if fell and problem.pure_vmp and options.damping == 1.0 and not restarted:
             _explain_decrease(problem, snapshot, elbo, options.damping)
         elif fell and problem.damped:
             notes.extend(_damp(problem, shrink, iteration))

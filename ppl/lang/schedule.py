@@ -3,6 +3,8 @@
     schedule batch                           every group each step, globals by plain VMP (the default)
     schedule svi(batch=64, kappa=0.7)        minibatches of 64 groups, mean-field natural-gradient steps
     schedule ssmf(batch=64, estep=gibbs)     the locals' exact conditional given sampled globals (Hoffman 2014)
+    schedule batch(inner=30, init=random)    every group, its locals refitted from the prior each sweep,
+                                             from random topics (Blei et al. 2003; scikit-learn's LDA)
 
 The same text after `--schedule` on the command line (`--schedule 'svi(batch=64)'`) or as
 `schedule=` in `Model.infer` overrides the model file's. This module is the vocabulary and
@@ -19,10 +21,11 @@ from ppl.lang import ast
 # M-steps: batch (ρ = 1, every group), svi (Hoffman et al. 2013), ssmf and ssmf_a (Hoffman 2014,
 # Alg. 1 and 2: the step through globals sampled from q)
 SCHEDULES = ("batch", "svi", "ssmf", "ssmf_a")
-ESTEPS = ("vmp", "gibbs")
-STOCHASTIC_OPTIONS = ("batch", "kappa", "tau", "ramp", "passes", "estep")
-LOCAL_OPTIONS = ("inner", "local_tol")
-OPTIONS = {"batch": LOCAL_OPTIONS, "svi": STOCHASTIC_OPTIONS + LOCAL_OPTIONS,
+ESTEPS = ("vmp", "gibbs", "cvb0")
+INITS = ("data", "random")  # globals from the locals' first responsibilities, or drawn at random
+STOCHASTIC_OPTIONS = ("batch", "kappa", "tau", "ramp", "passes")
+LOCAL_OPTIONS = ("inner", "local_tol", "init", "estep")
+OPTIONS = {"batch": LOCAL_OPTIONS + ("warm",), "svi": STOCHASTIC_OPTIONS + LOCAL_OPTIONS,
            "ssmf": STOCHASTIC_OPTIONS + LOCAL_OPTIONS, "ssmf_a": STOCHASTIC_OPTIONS + LOCAL_OPTIONS}
 
 
@@ -31,7 +34,10 @@ class ScheduleSpec:
     """A checked schedule. Step t (1, 2, ...) takes `batch` groups, fits their local blocks for
     at most `inner` sweeps (until the largest change of a local mean parameter is below
     `local_tol`), then moves each global by ρ_t = (tau + t)^−kappa towards η + (N_t/|B|) Σ m_n,
-    with N_t = min(t·|B|, N) when `ramp` (Hoffman 2014) and N_t = N otherwise."""
+    with N_t = min(t·|B|, N) when `ramp` (Hoffman 2014) and N_t = N otherwise. `init=random`
+    draws the Dirichlet globals' concentrations from Gamma(100, 1/100) (scikit-learn's LDA) and
+    fits the locals to them before the first step; `warm` (batch) carries the locals from sweep
+    to sweep instead of refitting them from the prior."""
 
     name: str = "batch"
     batch: int | None = None  # groups per step; None: all of them
@@ -41,7 +47,9 @@ class ScheduleSpec:
     passes: float | None = None  # passes over the groups at most (stochastic schedules)
     inner: int | None = None  # E-step sweeps at most; default 1 in batch, 100 in a stochastic schedule
     local_tol: float = 1e-3
-    estep: str = "vmp"  # vmp: mean field on the block; gibbs: its exact conditional, by sampling
+    estep: str = "vmp"  # vmp: mean field on the block; gibbs: its exact conditional, by sampling; cvb0: collapsed
+    init: str | None = None  # None: "data", or "random" for a Dirichlet–Categorical block (ppl.infer.schedule.blocks)
+    warm: bool | None = None  # batch: locals carried over; None: when they are updated once a sweep
     span: object = None
 
     @property
@@ -57,9 +65,21 @@ class ScheduleSpec:
             return self.inner
         return 100 if self.stochastic else 1
 
+    @property
+    def restarted(self) -> bool:
+        """The locals refitted from the prior at every visit: always in a minibatch step, in batch
+        unless `warm` (by default when the E-step has an inner loop)."""
+        if self.stochastic:
+            return True
+        return not self.warm if self.warm is not None else self.local_sweeps > 1
+
     def describe(self) -> str:
         local = (f"local blocks to convergence (≤ {self.local_sweeps} sweeps)" if self.local_sweeps > 1
                  else "local blocks once")
+        if self.local_sweeps > 1 and not self.stochastic:
+            local += ", from the prior each sweep" if self.restarted else ", carried over"
+        if self.init == "random":
+            local += ", random initial globals"
         if not self.stochastic:
             return f"batch: every group each sweep, {local}"
         return (f"{self.name.replace('_', '-')}: minibatches of {self.batch} groups, E-step {self.estep}, "
@@ -77,7 +97,10 @@ _CHECKS = {
     "inner": (lambda v: isinstance(v, int) and v >= 1, "a positive integer"),
     "local_tol": (lambda v: v > 0, "positive"),
     "estep": (lambda v: v in ESTEPS, " or ".join(ESTEPS)),
+    "init": (lambda v: v in INITS, " or ".join(INITS)),
+    "warm": (lambda v: v in (0, 1), "0 or 1"),
 }
+WORDS = ("estep", "init")  # options whose value is a name
 
 
 def parse_schedule(text: str) -> ScheduleSpec:
@@ -109,11 +132,14 @@ def schedule_spec(item: ast.Schedule) -> ScheduleSpec:
             raise ModelError("E292", f"schedule `{item.name}` has no option `{key}`", span=value.span,
                              expected=", ".join(OPTIONS[item.name]))
         test, wanted = _CHECKS[key]
-        number = value.value if isinstance(value, ast.Number) else value.id if key == "estep" and \
+        number = value.value if isinstance(value, ast.Number) else value.id if key in WORDS and \
             isinstance(value, ast.Name) else None
         if number is None or not test(number):
             raise ModelError("E293", f"schedule option `{key}` must be {wanted}", span=value.span)
-        values[key] = bool(number) if key == "ramp" else number
+        values[key] = bool(number) if key in ("ramp", "warm") else number
+    if item.name == "batch" and values.get("estep") == "gibbs":
+        raise ModelError("E298", "`estep=gibbs` samples the locals given globals drawn from q: a batch sweep draws "
+                         "none", span=item.span, hint="write `schedule ssmf(batch=64, estep=gibbs)`")
     if item.name != "batch" and "batch" not in values:
         raise ModelError("E294", f"schedule `{item.name}` needs a minibatch size", span=item.span,
                          hint=f"write `schedule {item.name}(batch=64)`: 64 groups per step")

@@ -7,15 +7,21 @@
   with scale = N/|B| for a minibatch (Hoffman et al. 2013, eq. 13) and 1 in batch.
 
 Batch VMP is the M-step with ρ = 1 and scale 1 followed by the E-step over every group.
+A restarted E-step (`ScheduleSpec.restarted`) first sets each local back to its prior message,
+so the locals are a function of the globals alone, as in a minibatch step.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ppl.diagnostics import ModelError
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.initialise import initialise
+from ppl.infer.schedule.blocks import dirichlet_categorical
 from ppl.infer.update import update
+
+RANDOM_SHAPE = 100.0  # Dirichlet concentrations ~ Gamma(100, 1/100): mean 1, sd 0.1 (scikit-learn's LDA)
 
 
 def batch_sweep(problem, state, step) -> int:
@@ -25,12 +31,68 @@ def batch_sweep(problem, state, step) -> int:
     for name in problem.order:
         if name not in problem.local:
             update(problem, state, name, step(name))
-    return fit_locals(problem, state, list(problem.local), problem.inner, problem.schedule.local_tol, step)
+    return batch_e_step(problem, state, step)
 
 
-def fit_locals(problem, state, names: list, inner: int, tol: float, step=lambda name: 1.0) -> int:
+def batch_e_step(problem, state, step=lambda name: 1.0) -> int:
+    """The locals of every group, from the prior when the schedule restarts them (then those that
+    read a global go first); carried over, in the sweep order of plain VMP."""
+    order = list(problem.local)
+    if problem.schedule.restarted:
+        restart_locals(problem, state, problem.local)
+        order = estep_order(problem, problem.local)
+    return fit_locals(problem, state, order, problem.inner, problem.schedule.local_tol, step, problem.schedule.estep)
+
+
+def random_start(problem, state, rng) -> None:
+    """`init=random` in batch: the globals drawn (`random_globals`), then the locals fitted to
+    them, so that the first M-step reads responsibilities of the random topics."""
+    names = [n for n in problem.latent if n not in problem.local]
+    for name, natural in random_globals(problem, names, rng).items():
+        state.set(name, natural)
+    batch_e_step(problem, state)
+
+
+def estep_order(problem, local) -> list:
+    """An E-step starts from the globals: the locals that share a factor with one go first (the
+    assignments z before the proportions theta of LDA), each group in its given order."""
+    globals_ = set(problem.latent) - set(local)
+    touches = {n for f in problem.factors if set(f.reads) & globals_ for n in f.reads}
+    return [n for n in local if n in touches] + [n for n in local if n not in touches]
+
+
+def restart_locals(problem, state, local) -> None:
+    """Each local variable from its own statement's message again (dependency order): its prior,
+    given the other locals already restarted."""
+    for name in (n for n in problem.latent if n in local):
+        own = [f for f in problem.neighbours[name] if f.target.name == name]
+        if own:
+            state.set(name, sum(f.message(state, name) for f in own))
+
+
+def random_globals(problem, names, rng) -> dict:
+    """`init=random`: name -> natural parameters of each Dirichlet global, its concentrations
+    drawn from Gamma(100, 1/100): nearly uniform rows whose symmetry the first E-step breaks
+    (scikit-learn's start for LDA's topics). A model with no Dirichlet global: E296."""
+    drawn = [n for n in names if problem.families[n].name == "Dirichlet"]
+    if not drawn:
+        raise ModelError("E296", "`init=random` draws Dirichlet globals; this model has none "
+                         f"(globals: {', '.join(names) or 'none'})", span=problem.schedule.span,
+                         hint="leave `init` out: the globals then start from the locals' first responsibilities")
+    size = {n: (int(np.prod(problem.shapes[n], dtype=np.int64)), problem.families[n].size) for n in drawn}
+    return {n: rng.gamma(RANDOM_SHAPE, 1.0 / RANDOM_SHAPE, size=size[n]) - 1.0 for n in drawn}
+def fit_locals(problem, state, names: list, inner: int, tol: float, step=lambda name: 1.0,
+               estep: str = "vmp") -> int:
     """Sweep `names` until the largest relative change of their mean parameters is below `tol`,
-    at most `inner` sweeps; returns the sweeps taken. `step(name)` is each update's damping."""
+    at most `inner` sweeps; returns the sweeps taken. `step(name)` is each update's damping. A
+    Dirichlet–Categorical block (LDA's θ, z) runs fused (`blocks`), and only it takes `cvb0`."""
+    block = dirichlet_categorical(problem, names) if inner > 1 or estep == "cvb0" else None
+    if estep == "cvb0" and block is None:
+        raise ModelError("E297", "`estep=cvb0` runs on a local block of a Dirichlet and a Categorical that it "
+                         f"indexes (LDA's theta and z); this model's locals are {', '.join(names) or 'none'}",
+                         span=problem.schedule.span, hint="use `estep=vmp`")
+    if block is not None and all(step(n) == 1.0 for n in names):
+        return block.fit(state, inner, tol, estep)
     if inner == 1:
         for name in names:
             update(problem, state, name, step(name))
@@ -58,22 +120,19 @@ def data_factors(problem, plan) -> set:
             if f.factor.target.name in problem.model.data or f.factor.target.name in plan.locals}
 
 
-def local_order(problem, plan) -> list:
-    """The locals of an E-step that starts from the globals: those that share a factor with a
-    global first (z before theta), so that the first sweep does not read their starting values."""
-    touches = {n for f in problem.factors if set(f.reads) & set(plan.globals) for n in f.reads}
-    return [n for n in plan.locals if n in touches] + [n for n in plan.locals if n not in touches]
-
-
 def start_at(problem, rng, globals_: dict, plan):
     """The state with the globals at `globals_` and each local from its prior and one E-step
-    sweep (`local_order`): where a cluster's partitions start, and how one is rebuilt from its
-    data and the current globals after its worker is lost."""
+    sweep (`estep_order`), or the batch E-step when it restarts the locals: where a cluster's
+    partitions start, and how one is rebuilt from its data and the current globals after its
+    worker is lost."""
     state = initialise(problem, rng)
     state.rng = rng
     for name, natural in globals_.items():
         state.set(name, natural.copy())
-    fit_locals(problem, state, local_order(problem, plan), 1, problem.schedule.local_tol)
+    if problem.schedule.restarted:
+        batch_e_step(problem, state)
+    else:
+        fit_locals(problem, state, estep_order(problem, plan.locals), 1, problem.schedule.local_tol)
     return state
 
 

@@ -18,7 +18,7 @@ from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
-from ppl.infer.schedule.steps import data_factors, fit_locals, global_step, local_order
+from ppl.infer.schedule.steps import data_factors, estep_order, fit_locals, global_step, random_globals
 
 SMOOTHING = 10  # steps averaged on each side of the convergence test, at least
 
@@ -63,7 +63,7 @@ class SVI:
         self.groups = source or GroupedSource.from_dataset(problem.model, problem.dataset, self.plan.group_column)
         self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
         self.globals: dict = {}
-        self.local_order = local_order(problem, self.plan)
+        self.local_order = estep_order(problem, self.plan.locals)
 
     def bind(self, groups: np.ndarray):
         """The model bound to the rows of `groups`, its state with the current globals and locals
@@ -76,13 +76,8 @@ class SVI:
         return problem, state
 
     def e_step(self, problem, state, estep: str = "vmp") -> int:
-        """The local blocks of the bound groups, starting from the globals: mean field to
-        convergence, or Gibbs sweeps over their exact conditional."""
-        order = self.local_order
-        if estep == "gibbs":
-            fit_locals(problem, state, order, 1, self.spec.local_tol)  # a start for the chain
-            return gibbs(problem, state, order, self.spec.local_sweeps, self.rng)
-        return fit_locals(problem, state, order, self.spec.local_sweeps, self.spec.local_tol)
+        """The local blocks of the bound groups (`minibatch_e_step`)."""
+        return minibatch_e_step(problem, state, self.local_order, self.spec, self.rng, estep)
 
     def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
         data = data_factors(problem, self.plan)
@@ -104,7 +99,11 @@ class SVI:
         """Globals from a batch fit of one minibatch, scaled to the whole data: from the locals as
         `initialise` leaves them (symmetry broken), alternating M- and E-steps until the locals
         settle. Mixture components that one minibatch does not need are switched off here, where
-        the stochastic steps would take hundreds of passes to do it."""
+        the stochastic steps would take hundreds of passes to do it. Under `init=random` the
+        globals are drawn instead (`random_globals`) and the first step fits its locals to them."""
+        if self.spec.init == "random":
+            self.globals.update(random_globals(self.problem, self.plan.globals, self.rng))
+            return
         groups = self.batches.next()
         problem, state = self.bind(groups)
         scale = self.groups.groups / len(groups)
@@ -155,6 +154,16 @@ class SVI:
         data = data_factors(problem, self.plan)
         return sum(f.elbo(state) for f in problem.factors if f.name not in data) + \
             sum(state.entropy(n) for n in self.plan.globals)
+
+
+def minibatch_e_step(problem, state, order: list, spec, rng, estep: str = "vmp") -> int:
+    """The local blocks of a minibatch's groups, starting from the globals: mean field (or CVB0)
+    to convergence, or Gibbs sweeps over their exact conditional; where the data are, on a
+    cluster, too (`ppl.cluster.worker`)."""
+    if estep == "gibbs":
+        fit_locals(problem, state, order, 1, spec.local_tol)  # a start for the chain
+        return gibbs(problem, state, order, spec.local_sweeps, rng)
+    return fit_locals(problem, state, order, spec.local_sweeps, spec.local_tol, estep=estep)
 
 
 def settled(trace: list, window: int, tol: float) -> bool:
