@@ -62,8 +62,7 @@ class Likelihood:
 
 def _bernoulli_logistic(constant=lambda y, n: 0.0, name="Bernoulli–logistic"):
     def fused(y, n, eta):
-        s = expit(eta)
-        return y * eta + n * log_expit(-eta) + constant(y, n), y - n * s, -n * s * (1 - s)
+        return logistic_values(y, n, eta, constant(y, n))
 
     return Likelihood(
         name,
@@ -73,6 +72,32 @@ def _bernoulli_logistic(constant=lambda y, n: 0.0, name="Bernoulli–logistic"):
         lambda y, n, eta: -n * expit(eta) * expit(-eta) * np.tanh(-eta / 2),
         constant=constant, fused=fused,
         llp_form=lambda y, n: (y, constant(y, n), [(n, 1.0, 0.0)]))
+
+
+def logistic_values(y, n, eta, constant=0.0):
+    """(log f, d1, d2) of y ~ Binomial(n, σ(η)) from one exponential: with e = exp(−|η|) and
+    r = 1/(1 + e) = σ(|η|),
+
+        log(1 + e^η) = max(η, 0) − log r,   σ(η) = ½(1 + tanh(η/2)),   σ(η)σ(−η) = e r².
+
+    The curvature is exact to rounding in both tails (1 − σ(η) loses it for large η), and the
+    vectorised exp and tanh cost a fraction of scipy's expit and log_expit (the hot loop of
+    NC-VMP: 48 quadrature nodes per data point per sweep)."""
+    e = np.abs(eta)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    r = e + 1.0
+    np.reciprocal(r, out=r)
+    curvature = e * r
+    curvature *= r
+    np.log(r, out=r)
+    llp = np.maximum(eta, 0.0)
+    llp -= r
+    s = np.multiply(eta, 0.5, out=r)
+    np.tanh(s, out=s)
+    s += 1.0
+    s *= 0.5
+    return y * eta - n * llp + constant, y - n * s, -n * curvature
 
 
 def _curvature(u):

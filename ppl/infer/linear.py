@@ -155,7 +155,10 @@ class LinearBuilder:
             raise Unsupported(f"`{ast.text(expr)}` must contract data with one MvNormal vector", expr.span)
         term = terms[0]
         coef = self._data(data)
-        term.coef = term.coef * coef if np.ndim(term.coef) else coef * float(term.coef.ravel()[0])
+        if np.shape(term.coef) == (1,) and term.coef[0] == 1.0:  # `X @ w`: the data themselves, not a copy
+            term.coef = coef
+        else:
+            term.coef = term.coef * coef if np.ndim(term.coef) else coef * float(term.coef.ravel()[0])
         term.contract = True
         return 0.0, [term]
 
@@ -229,7 +232,7 @@ def contraction(state, term: Term, rows=None):
     c = _rows(term.coef, rows)
     mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
     if term.vector2 is None:
-        return np.sum(c * mean, -1), quadratic_rows(c, outer)
+        return dot_rows(c, mean), quadratic_rows(c, outer)
     mean2, outer2 = (_rows(a, rows) for a in vector_moments(state, term.vector2, _dim(state, term.vector2)))
     return np.sum(c * mean * mean2, -1), np.einsum("...d,...e,...de,...de->...", c, c, outer, outer2)
 
@@ -266,7 +269,7 @@ def term_mean(state, term: Term):
     mean = _first_moment(state, term.vector)
     if term.vector2 is not None:
         return np.sum(term.coef * mean * _first_moment(state, term.vector2), -1) * s1
-    return np.sum(term.coef * mean, -1) * s1 if term.contract else expand(term.coef * s1) * mean
+    return dot_rows(term.coef, mean) * s1 if term.contract else expand(term.coef * s1) * mean
 
 
 def _first_moment(state, access):
@@ -321,7 +324,11 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
         (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
     """
     term = next(t for t in form.terms if any(access is r for r in t.reads()))
-    residual = target - (form_mean(state, form) - term_mean(state, term))  # E[y] − E[b]
+    others = form.offset
+    for other in form.terms:
+        if other is not term:
+            others = others + term_mean(state, other)
+    residual = target - others  # E[y] − E[b]
     if access is term.vector or access is term.vector2:
         s1, s2 = scalar_part(state, term)
         if term.vector2 is not None:  # bilinear, a = coef ∘ (the other vector) · Π s
@@ -373,13 +380,34 @@ class OuterMessage:
         return pack(expand(self.h) * self.rows, expand(expand(self.j)) * outer)
 
 
+def dot_rows(c: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """cᵀv for rows c (plate + (C, D)) and vectors v, as one matrix–vector product when v is shared
+    (`X @ w`: no plate × D temporary)."""
+    if _shared(c, v, 2):
+        return (c.reshape(-1, c.shape[-1]) @ v.reshape(-1)).reshape(c.shape[:-1])
+    return np.sum(c * v, -1)
+
+
 def quadratic_rows(c: np.ndarray, m: np.ndarray) -> np.ndarray:
     """cᵀ M c for rows c (plate + (C, D)) and matrices M, as one matrix product when M is shared."""
-    rank = c.ndim - 2  # plate axes of c (then its component axis, then D)
-    if m.ndim - 3 == rank and all(n == 1 for n in m.shape[:rank]) and m.shape[rank] == 1 and c.shape[-2] == 1:
-        rows = c.reshape(-1, c.shape[-1])
-        return np.sum((rows @ m.reshape(m.shape[-2:])) * rows, axis=1).reshape(c.shape[:-1])
+    if _shared(c, m, 3):
+        rows, matrix = c.reshape(-1, c.shape[-1]), m.reshape(m.shape[-2:])
+        out = np.empty(len(rows))
+        for start in range(0, len(rows), ROW_BLOCK):  # blocks that stay in cache: no plate × D temporary
+            block = rows[start:start + ROW_BLOCK]
+            out[start:start + ROW_BLOCK] = np.einsum("ij,ij->i", block @ matrix, block)
+        return out.reshape(c.shape[:-1])
     return np.einsum("...i,...ij,...j->...", c, m, c)
+
+
+ROW_BLOCK = 8192  # rows per block of a data product (8192 × D doubles stay in cache for D ≲ 50)
+
+
+def _shared(c: np.ndarray, a: np.ndarray, event: int) -> bool:
+    """`a` (its last `event` − 1 axes the event) is one array for every row of c and c has one
+    component: the product can go through BLAS on c's rows."""
+    rank = c.ndim - 2  # plate axes of c (then its component axis, then D)
+    return a.ndim - event == rank and all(n == 1 for n in a.shape[:rank + 1]) and c.shape[-2] == 1
 
 
 def expand(x):
