@@ -158,17 +158,33 @@ class Kernel:
         return self.x.T @ self.b, np.eye(self.x.shape[1]) - u.T @ u
 
 
+class Woodbury(Kernel):
+    """As `Kernel`, but keeping Σ = I − UᵀU as a D × D matrix (U = L⁻¹ S X) and the margins as
+    rowsum((X Σ) ∘ X): the floor of an engine that stores a full covariance (as ppl's state does)."""
+
+    def update(self, tau, pull, m):
+        super().update(tau, pull, m)
+        u = np.linalg.solve(self.chol, self.sqrt_tau[:, None] * self.x)
+        self.cov = np.eye(self.x.shape[1]) - u.T @ u
+        self.mean = self.x.T @ self.b
+        self.m, self.v = self.x @ self.mean, np.einsum("ij,ij->i", self.x @ self.cov, self.x)
+
+    def kl(self):
+        return 0.5 * (np.trace(self.cov) + self.mean @ self.mean - len(self.mean) - self.logdet)
+
+
 def _cho_solve(chol, rhs):
     return np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
 
 
-def run(x, y, rule: str, sweeps: int):
-    """`sweeps` sweeps of `rule` ("ncvmp" or "jaakkola") from q = prior; (ELBO trace, q object)."""
-    q = (Kernel if x.shape[1] > x.shape[0] else Dense)(x)
+def run(x, y, rule: str, tol: float, max_sweeps: int = 1000, form=None):
+    """`rule` ("ncvmp" or "jaakkola") from q = prior until the ELBO changes by at most `tol` nats
+    in a sweep; (ELBO trace, q). `form`: the q class (default Kernel when D > N, else Dense)."""
+    q = (form or (Kernel if x.shape[1] > x.shape[0] else Dense))(x)
     m, v = q.margins()
     trace = []
     fit, g1, g2 = expectations(y, m, v) if rule == "ncvmp" else (None, None, None)
-    for _ in range(sweeps):
+    for _ in range(max_sweeps):
         if rule == "ncvmp":
             tau, pull = ncvmp_sites(g1, g2, v)
         else:
@@ -182,4 +198,6 @@ def run(x, y, rule: str, sweeps: int):
             xi = np.sqrt(m * m + v)
             fit = float(np.sum((y - 0.5) * m + xi / 2 - np.logaddexp(0.0, xi)))
         trace.append(fit - q.kl())
+        if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol:
+            break
     return trace, q

@@ -69,12 +69,14 @@ class Monitor:
         self.report = Convergence("smoothed trace" if self.stochastic else "fixed point")
         self.previous: dict = {}
         self.last_pair: tuple = ({}, {})  # naturals before and after the last sweep
+        self.moments: tuple = ({}, {})  # the MvNormal moments of the same two states (ppl.infer.convergence.location)
 
     def finish(self) -> Convergence:
         """The report, with the mean change of the last sweep measured even when the ELBO test
         never passed (a run stopped by max_iter or time_limit)."""
         if not self.stochastic and np.isnan(self.report.mean_change) and self.last_pair[0]:
-            self.report.mean_change, self.report.mean_variable = mean_change(self.problem, *self.last_pair)
+            self.report.mean_change, self.report.mean_variable = mean_change(self.problem, *self.last_pair,
+                                                                             self.moments)
         return self.report
 
     def done(self, trace: list, state, informative: bool = True) -> bool:
@@ -82,6 +84,8 @@ class Monitor:
         `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation)."""
         previous, self.previous = self.previous, dict(state.natural)
         self.last_pair = (previous, self.previous)
+        self.moments = (self.moments[1], {name: state.moments(name) for name in state.natural
+                                          if getattr(self.problem.families.get(name), "name", "") == "MvNormal"})
         if self.stochastic:
             return self._smoothed(trace)
         if not informative or len(trace) < 2 or not previous:
@@ -95,7 +99,7 @@ class Monitor:
         self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
         if not (abs(d) / (1 - rho) <= self.tol and len(increments) > 1):
             return False
-        change, variable = mean_change(self.problem, previous, state.natural)
+        change, variable = mean_change(self.problem, previous, state.natural, self.moments)
         self.report.mean_change, self.report.mean_variable = change, variable
         return change <= self.mean_tol
 
@@ -108,18 +112,19 @@ class Monitor:
         return abs(change) < self.tol * max(abs(recent.mean()), 1e-12)
 
 
-def mean_change(problem, before: dict, after: dict) -> tuple[float, str]:
+def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -> tuple[float, str]:
     """max over variables and elements of |E_after[x] − E_before[x]| / sd_after[x], and the
     variable where it is reached. sd is floored at 1e-6 (1 + |mean|) so that a probability near
-    0 or 1 (sd → 0) does not dominate."""
+    0 or 1 (sd → 0) does not dominate. `moments`: the MvNormal moments of the two states, which
+    give mean and sd in O(D) where the naturals would need a D × D inverse."""
     worst, where = 0.0, ""
     for name, nat in after.items():
         old = before.get(name)
         if old is None or old is nat:
             continue
         family = problem.families[name]
-        m1, s1 = location(family, nat)
-        m0, _ = location(family, old)
+        m1, s1 = location(family, nat, moments[1].get(name))
+        m0, _ = location(family, old, moments[0].get(name))
         scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
         with np.errstate(invalid="ignore"):
             value = float(np.nanmax(np.abs(m1 - m0) / scale, initial=0.0))
@@ -128,9 +133,15 @@ def mean_change(problem, before: dict, after: dict) -> tuple[float, str]:
     return worst, where
 
 
-def location(family, nat) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, sd) of the Gaussian or scalar part of q: the family's own, or for a Normal–Wishart
-    group the mean of μ with sd (β E[Λ]_ii)^−½."""
+def location(family, nat, moments=None) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
+    moments (E[x], E[x xᵀ]) when given), or for a Normal–Wishart group the mean of μ with sd
+    (β E[Λ]_ii)^−½."""
+    if moments is not None:
+        d = family.dim
+        mean = moments[..., :d]
+        second = np.diagonal(moments[..., d:].reshape(moments.shape[:-1] + (d, d)), axis1=-2, axis2=-1)
+        return mean, np.sqrt(np.maximum(second - mean * mean, 0.0))
     if hasattr(family, "sd"):
         return np.asarray(family.mean(nat), dtype=float), np.asarray(family.sd(nat), dtype=float)
     p = family.params(nat)

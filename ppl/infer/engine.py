@@ -34,6 +34,9 @@ class DampingWarning(UserWarning):
 
 
 SMALLEST_STEP = 1 / 64
+# a Monte Carlo ELBO term enters the trace when its standard error is at most this × tol × |term|:
+# the difference of two 10-sweep means then carries noise ≤ 0.1 × the stopping rule's tol × |L|
+ESTIMATE_NOISE = 0.2
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,10 @@ def run(problem: Problem, options: Options, progress=None, source=None) -> Run:
 def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state = initialise(problem, rng)
     state.rng = rng
+    state.noise = ESTIMATE_NOISE * options.tol
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
     interrupted = False
-    elbo = problem.elbo(state)
+    elbo = problem.elbo(state) if not problem.stochastic else -np.inf  # only a deterministic run compares
     accel = accelerator(problem, options.accelerate) if options.damping == 1.0 else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration = 0

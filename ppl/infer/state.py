@@ -39,6 +39,9 @@ class State:
         self.factored: dict = {}  # name -> λ as a GaussianSum, when it was solved that way
         self.versions: dict = {}  # name -> count of updates, so factors can reuse what is unchanged
         self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
+        # the relative standard error a Monte Carlo ELBO term may carry in the trace (the run's
+        # stopping rule sets it); a noisier term is computed exactly instead
+        self.noise = 0.0
 
     def set(self, name: str, natural: np.ndarray, moments=None, entropy=None, factored=None) -> None:
         """New λ for `name`; `moments` and `entropy` when the caller solved them already, and λ
@@ -123,4 +126,5 @@ class State:
         other.codes = self.codes
         other.counts = self.counts
         other.rng = self.rng
+        other.noise = self.noise
         return other
