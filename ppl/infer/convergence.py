@@ -21,7 +21,11 @@ Stochastic rules (Monte Carlo gradients, minibatches) compare the means of the l
 of `SMOOTHING` sweeps and stop when their difference is below `tol` relative to |L| (an absolute
 `tol` in nats would sit far below the Monte Carlo noise, and the noise grows with the data); the
 report gives that difference and the standard error of the recent window's mean, so the reader
-sees how far from a fixed point the noise leaves the run.
+sees how far from a fixed point the noise leaves the run. A trace of precise Monte Carlo estimates
+(CVI on many rows with narrow margins: every entry an estimate with a standard error, the last
+`RATIOS` + 1 increments positive, shrinking and each above 3 standard errors of itself) is
+climbing, not jittering: it stops by the fixed-point test of rule 1 with `tol` × |L|, which sees
+the end of the climb about ten sweeps before the windows can (docs/rules/cvi.md).
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ class Convergence:
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in vars(self).items()}
 
     def describe(self) -> str:
+        if self.rule == "precise estimates":
+            return (f"ELBO change {self.elbo_change:.2g} (standard error {self.se:.2g}), est. {self.elbo_gap:.2g} "
+                    f"nats from the fixed point")
         if self.rule == "smoothed trace":
             return (f"change of the {SMOOTHING}-sweep mean ELBO {self.elbo_change:.2g}; standard error of "
                     f"that mean {self.se:.2g}")
@@ -79,15 +86,16 @@ class Monitor:
                                                                              self.moments)
         return self.report
 
-    def done(self, trace: list, state, informative: bool = True) -> bool:
+    def done(self, trace: list, state, informative: bool = True, trace_se=None) -> bool:
         """True when the run is at its fixed point (or its trace is flat within noise).
-        `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation)."""
+        `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation);
+        `trace_se`: the standard error of each entry (0 where exact)."""
         previous, self.previous = self.previous, dict(state.natural)
         self.last_pair = (previous, self.previous)
         self.moments = (self.moments[1], {name: state.moments(name) for name in state.natural
                                           if getattr(self.problem.families.get(name), "name", "") == "MvNormal"})
         if self.stochastic:
-            return self._smoothed(trace)
+            return self._settled(trace, trace_se) or self._smoothed(trace)
         if not informative or len(trace) < 2 or not previous:
             return False
         increments = np.diff(trace[-RATIOS - 2:])
@@ -102,6 +110,21 @@ class Monitor:
         change, variable = mean_change(self.problem, previous, state.natural, self.moments)
         self.report.mean_change, self.report.mean_variable = change, variable
         return change <= self.mean_tol
+
+    def _settled(self, trace: list, trace_se) -> bool:
+        """The fixed-point test, in tol × |L|, on a trace of precise estimates that is still climbing."""
+        if trace_se is None or len(trace) < RATIOS + 2:
+            return False
+        se = np.asarray(trace_se[-RATIOS - 2:])
+        d = np.diff(trace[-RATIOS - 2:])
+        if not (np.all(se > 0) and np.all(d > 3 * np.hypot(se[1:], se[:-1])) and np.all(np.diff(d) < 0)):
+            return False
+        rho = min(float(np.max(d[1:] / d[:-1])), RATIO_CAP)
+        if d[-1] / (1 - rho) > self.tol * abs(trace[-1]):
+            return False
+        self.report = Convergence("precise estimates", elbo_change=float(d[-1]), elbo_gap=float(d[-1] * rho / (1 - rho)),
+                                  se=float(se[-1]))
+        return True
 
     def _smoothed(self, trace: list) -> bool:
         if len(trace) < 2 * SMOOTHING:

@@ -150,7 +150,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
                 notes.append(f"interrupted after sweep {iteration}, not converged")
                 break
         elbo = new
-        if monitor.done(trace, state, informative):
+        if monitor.done(trace, state, informative, trace_se):
             converged = True
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
