@@ -116,7 +116,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     state.noise = ESTIMATE_NOISE * options.tol
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
     interrupted = False
-    elbo = problem.elbo(state) if not problem.stochastic else -np.inf  # only a deterministic run compares
+    elbo = _initial_elbo(problem, state)
     accel = accelerator(problem, options.accelerate) if options.damping == 1.0 else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration = 0
@@ -162,6 +162,15 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
                convergence=monitor.finish(), interrupted=interrupted)
+
+
+def _initial_elbo(problem: Problem, state) -> float:
+    """The ELBO before the first sweep: exact, except that a Monte Carlo run on whole plates takes
+    its estimate (CVI's draws there are the first step's; no quadrature over every row). A
+    minibatch run stays exact: its estimate would draw a batch and shift the run's random stream."""
+    if problem.stochastic and not any(getattr(f, "batch", None) for f in problem.factors):
+        return problem.elbo_estimate(state)[0]
+    return problem.elbo(state)
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
