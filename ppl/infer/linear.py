@@ -18,6 +18,7 @@ import numpy as np
 
 from ppl.infer.access import Unsupported
 from ppl.infer.low_rank import GaussianSum
+from ppl.infer.rows import dot_rows, quadratic_rows
 from ppl.lang import ast
 
 
@@ -378,36 +379,6 @@ class OuterMessage:
     def dense(self):
         outer = np.einsum("...i,...j->...ij", self.rows, self.rows)
         return pack(expand(self.h) * self.rows, expand(expand(self.j)) * outer)
-
-
-def dot_rows(c: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """cᵀv for rows c (plate + (C, D)) and vectors v, as one matrix–vector product when v is shared
-    (`X @ w`: no plate × D temporary)."""
-    if _shared(c, v, 2):
-        return (c.reshape(-1, c.shape[-1]) @ v.reshape(-1)).reshape(c.shape[:-1])
-    return np.sum(c * v, -1)
-
-
-def quadratic_rows(c: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """cᵀ M c for rows c (plate + (C, D)) and matrices M, as one matrix product when M is shared."""
-    if _shared(c, m, 3):
-        rows, matrix = c.reshape(-1, c.shape[-1]), m.reshape(m.shape[-2:])
-        out = np.empty(len(rows))
-        for start in range(0, len(rows), ROW_BLOCK):  # blocks that stay in cache: no plate × D temporary
-            block = rows[start:start + ROW_BLOCK]
-            out[start:start + ROW_BLOCK] = np.einsum("ij,ij->i", block @ matrix, block)
-        return out.reshape(c.shape[:-1])
-    return np.einsum("...i,...ij,...j->...", c, m, c)
-
-
-ROW_BLOCK = 8192  # rows per block of a data product (8192 × D doubles stay in cache for D ≲ 50)
-
-
-def _shared(c: np.ndarray, a: np.ndarray, event: int) -> bool:
-    """`a` (its last `event` − 1 axes the event) is one array for every row of c and c has one
-    component: the product can go through BLAS on c's rows."""
-    rank = c.ndim - 2  # plate axes of c (then its component axis, then D)
-    return a.ndim - event == rank and all(n == 1 for n in a.shape[:rank + 1]) and c.shape[-2] == 1
 
 
 def expand(x):

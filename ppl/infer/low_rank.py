@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-ROW_BLOCK = 8192  # rows per block of Rᵀ diag(τ) R: a block of scaled rows stays in cache
+from ppl.infer.rows import weighted_gram
 
 
 class GaussianSum:
@@ -58,18 +58,6 @@ class GaussianSum:
         h, tau = (np.concatenate([p[k] for p in self.parts]) for k in (1, 2))
         solved = family.solve_low_rank(self.dense_part, rows, h, tau)
         return None if solved is None else (self.dense(),) + solved + (self,)
-
-
-def weighted_gram(rows: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """Rᵀ diag(τ) R. With τ ≥ 0 (every site's precision) it is AᵀA for A = diag(√τ) R, which
-    BLAS computes as a symmetric rank-k update: half the work of the general product."""
-    if not np.all(tau >= 0):
-        return (rows.T * tau) @ rows
-    root, gram = np.sqrt(tau), np.zeros((rows.shape[1],) * 2)
-    for start in range(0, len(rows), ROW_BLOCK):  # blocks that stay in cache: no N × D temporary
-        scaled = rows[start:start + ROW_BLOCK] * root[start:start + ROW_BLOCK, None]
-        gram += scaled.T @ scaled
-    return gram
 
 
 def _same_array(a, b) -> bool:
