@@ -160,7 +160,8 @@ class MvNormal(ExponentialFamily):
         return m + np.einsum("...ij,...j->...i", cholesky(cov), z)
 
     def mean(self, nat) -> np.ndarray:
-        return self.mean_cov(nat)[0]
+        """Λ⁻¹h by one Cholesky solve (no D × D inverse)."""
+        return self.params(nat)["mean"]
 
     def sd(self, nat) -> np.ndarray:
         return np.sqrt(np.diagonal(self.mean_cov(nat)[1], axis1=-2, axis2=-1))

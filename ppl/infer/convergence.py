@@ -21,7 +21,11 @@ Stochastic rules (Monte Carlo gradients, minibatches) compare the means of the l
 of `SMOOTHING` sweeps and stop when their difference is below `tol` relative to |L| (an absolute
 `tol` in nats would sit far below the Monte Carlo noise, and the noise grows with the data); the
 report gives that difference and the standard error of the recent window's mean, so the reader
-sees how far from a fixed point the noise leaves the run.
+sees how far from a fixed point the noise leaves the run. A trace of precise Monte Carlo estimates
+(CVI on many rows with narrow margins: every entry an estimate with a standard error, the last
+`RATIOS` + 1 increments positive, shrinking and each above 3 standard errors of itself) is
+climbing, not jittering: it stops by the fixed-point test of rule 1 with `tol` × |L|, which sees
+the end of the climb about ten sweeps before the windows can (docs/rules/cvi.md).
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ class Convergence:
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in vars(self).items()}
 
     def describe(self) -> str:
+        if self.rule == "precise estimates":
+            return (f"ELBO change {self.elbo_change:.2g} (standard error {self.se:.2g}), est. {self.elbo_gap:.2g} "
+                    f"nats from the fixed point")
         if self.rule == "smoothed trace":
             return (f"change of the {SMOOTHING}-sweep mean ELBO {self.elbo_change:.2g}; standard error of "
                     f"that mean {self.se:.2g}")
@@ -70,25 +77,29 @@ class Monitor:
         self.previous: dict = {}
         self.last_pair: tuple = ({}, {})  # naturals before and after the last sweep
         self.local = lambda: (0.0, "")  # mean change of variables measured elsewhere (`done`)
+        self.moments: tuple = ({}, {})  # the MvNormal moments of the same two states (ppl.infer.convergence.location)
 
     def finish(self) -> Convergence:
         """The report, with the mean change of the last sweep measured even when the ELBO test
         never passed (a run stopped by max_iter or time_limit)."""
         if not self.stochastic and np.isnan(self.report.mean_change) and self.last_pair[0]:
-            self.report.mean_change, self.report.mean_variable = max(mean_change(self.problem, *self.last_pair),
-                                                                     self.local())
+            self.report.mean_change, self.report.mean_variable = max(
+                mean_change(self.problem, *self.last_pair, self.moments), self.local())
         return self.report
 
-    def done(self, trace: list, state, informative: bool = True, local=None) -> bool:
+    def done(self, trace: list, state, informative: bool = True, trace_se=None, local=None) -> bool:
         """True when the run is at its fixed point (or its trace is flat within noise).
-        `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation).
-        `local()`: (largest mean change, variable) of the variables `state` does not hold (the
-        locals of a cluster's partitions, measured there), asked for when the ELBO test passes."""
+        `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation);
+        `trace_se`: the standard error of each entry (0 where exact). `local()`: (largest mean
+        change, variable) of the variables `state` does not hold (the locals of a cluster's
+        partitions, measured there), asked for when the ELBO test passes."""
         self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
         self.last_pair = (previous, self.previous)
+        self.moments = (self.moments[1], {name: state.moments(name) for name in state.natural
+                                          if getattr(self.problem.families.get(name), "name", "") == "MvNormal"})
         if self.stochastic:
-            return self._smoothed(trace)
+            return self._settled(trace, trace_se) or self._smoothed(trace)
         if not informative or len(trace) < 2 or not previous:
             return False
         increments = np.diff(trace[-RATIOS - 2:])
@@ -100,9 +111,24 @@ class Monitor:
         self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
         if not (abs(d) / (1 - rho) <= self.tol and len(increments) > 1):
             return False
-        change, variable = max(mean_change(self.problem, previous, state.natural), self.local())
+        change, variable = max(mean_change(self.problem, previous, state.natural, self.moments), self.local())
         self.report.mean_change, self.report.mean_variable = change, variable
         return change <= self.mean_tol
+
+    def _settled(self, trace: list, trace_se) -> bool:
+        """The fixed-point test, in tol × |L|, on a trace of precise estimates that is still climbing."""
+        if trace_se is None or len(trace) < RATIOS + 2:
+            return False
+        se = np.asarray(trace_se[-RATIOS - 2:])
+        d = np.diff(trace[-RATIOS - 2:])
+        if not (np.all(se > 0) and np.all(d > 3 * np.hypot(se[1:], se[:-1])) and np.all(np.diff(d) < 0)):
+            return False
+        rho = min(float(np.max(d[1:] / d[:-1])), RATIO_CAP)
+        if d[-1] / (1 - rho) > self.tol * abs(trace[-1]):
+            return False
+        self.report = Convergence("precise estimates", elbo_change=float(d[-1]), elbo_gap=float(d[-1] * rho / (1 - rho)),
+                                  se=float(se[-1]))
+        return True
 
     def _smoothed(self, trace: list) -> bool:
         if len(trace) < 2 * SMOOTHING:
@@ -113,18 +139,19 @@ class Monitor:
         return abs(change) < self.tol * max(abs(recent.mean()), 1e-12)
 
 
-def mean_change(problem, before: dict, after: dict) -> tuple[float, str]:
+def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -> tuple[float, str]:
     """max over variables and elements of |E_after[x] − E_before[x]| / sd_after[x], and the
     variable where it is reached. sd is floored at 1e-6 (1 + |mean|) so that a probability near
-    0 or 1 (sd → 0) does not dominate."""
+    0 or 1 (sd → 0) does not dominate. `moments`: the MvNormal moments of the two states, which
+    give mean and sd in O(D) where the naturals would need a D × D inverse."""
     worst, where = 0.0, ""
     for name, nat in after.items():
         old = before.get(name)
         if old is None or old is nat:
             continue
         family = problem.families[name]
-        m1, s1 = location(family, nat)
-        m0, _ = location(family, old)
+        m1, s1 = location(family, nat, moments[1].get(name))
+        m0, _ = location(family, old, moments[0].get(name))
         scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
         with np.errstate(invalid="ignore"):
             value = float(np.nanmax(np.abs(m1 - m0) / scale, initial=0.0))
@@ -133,9 +160,15 @@ def mean_change(problem, before: dict, after: dict) -> tuple[float, str]:
     return worst, where
 
 
-def location(family, nat) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, sd) of the Gaussian or scalar part of q: the family's own, or for a Normal–Wishart
-    group the mean of μ with sd (β E[Λ]_ii)^−½."""
+def location(family, nat, moments=None) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
+    moments (E[x], E[x xᵀ]) when given), or for a Normal–Wishart group the mean of μ with sd
+    (β E[Λ]_ii)^−½."""
+    if moments is not None:
+        d = family.dim
+        mean = moments[..., :d]
+        second = np.diagonal(moments[..., d:].reshape(moments.shape[:-1] + (d, d)), axis1=-2, axis2=-1)
+        return mean, np.sqrt(np.maximum(second - mean * mean, 0.0))
     if hasattr(family, "sd"):
         return np.asarray(family.mean(nat), dtype=float), np.asarray(family.sd(nat), dtype=float)
     p = family.params(nat)

@@ -34,6 +34,9 @@ class DampingWarning(UserWarning):
 
 
 SMALLEST_STEP = 1 / 64
+# a Monte Carlo ELBO term enters the trace when its standard error is at most this × tol × |term|:
+# the difference of two 10-sweep means then carries noise ≤ 0.1 × the stopping rule's tol × |L|
+ESTIMATE_NOISE = 0.2
 
 
 @dataclass(frozen=True)
@@ -115,12 +118,13 @@ def run(problem: Problem, options: Options, progress=None, source=None, initial=
 def _run_once(problem: Problem, options: Options, rng, progress, start, initial=None) -> Run:
     state = (initial or initialise)(problem, rng)
     state.rng = rng
+    state.noise = ESTIMATE_NOISE * options.tol
     if problem.schedule.init == "random":
         random_start(problem, state, rng)
     restarted = problem.schedule.restarted  # locals refitted from the prior: not coordinate ascent
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
     interrupted = False
-    elbo = problem.elbo(state)
+    elbo = _initial_elbo(problem, state)
     accel = accelerator(problem, options.accelerate) if options.damping == 1.0 and not restarted else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration = 0
@@ -154,7 +158,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                 notes.append(f"interrupted after sweep {iteration}, not converged")
                 break
         elbo = new
-        if monitor.done(trace, state, informative):
+        if monitor.done(trace, state, informative, trace_se):
             converged = True
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
@@ -166,6 +170,15 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
                convergence=monitor.finish(), interrupted=interrupted)
+
+
+def _initial_elbo(problem: Problem, state) -> float:
+    """The ELBO before the first sweep: exact, except that a Monte Carlo run on whole plates takes
+    its estimate (CVI's draws there are the first step's; no quadrature over every row). A
+    minibatch run stays exact: its estimate would draw a batch and shift the run's random stream."""
+    if problem.stochastic and not any(getattr(f, "batch", None) for f in problem.factors):
+        return problem.elbo_estimate(state)[0]
+    return problem.elbo(state)
 
 
 def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:

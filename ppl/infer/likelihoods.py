@@ -62,8 +62,7 @@ class Likelihood:
 
 def _bernoulli_logistic(constant=lambda y, n: 0.0, name="Bernoulli–logistic"):
     def fused(y, n, eta):
-        s = expit(eta)
-        return y * eta + n * log_expit(-eta) + constant(y, n), y - n * s, -n * s * (1 - s)
+        return logistic_values(y, n, eta, constant(y, n))
 
     return Likelihood(
         name,
@@ -73,6 +72,32 @@ def _bernoulli_logistic(constant=lambda y, n: 0.0, name="Bernoulli–logistic"):
         lambda y, n, eta: -n * expit(eta) * expit(-eta) * np.tanh(-eta / 2),
         constant=constant, fused=fused,
         llp_form=lambda y, n: (y, constant(y, n), [(n, 1.0, 0.0)]))
+
+
+def logistic_values(y, n, eta, constant=0.0):
+    """(log f, d1, d2) of y ~ Binomial(n, σ(η)) from one exponential: with e = exp(−|η|) and
+    r = 1/(1 + e) = σ(|η|),
+
+        log(1 + e^η) = max(η, 0) − log r,   σ(η) = ½(1 + tanh(η/2)),   σ(η)σ(−η) = e r².
+
+    The curvature is exact to rounding in both tails (1 − σ(η) loses it for large η), and the
+    vectorised exp and tanh cost a fraction of scipy's expit and log_expit (the hot loop of
+    NC-VMP: 48 quadrature nodes per data point per sweep)."""
+    e = np.abs(eta)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    r = e + 1.0
+    np.reciprocal(r, out=r)
+    curvature = e * r
+    curvature *= r
+    np.log(r, out=r)
+    llp = np.maximum(eta, 0.0)
+    llp -= r
+    s = np.multiply(eta, 0.5, out=r)
+    np.tanh(s, out=s)
+    s += 1.0
+    s *= 0.5
+    return y * eta - n * llp + constant, y - n * s, -n * curvature
 
 
 def _curvature(u):
@@ -289,8 +314,25 @@ def _taylor_value(lik, y, n, m, v):
 
 
 def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: int):
-    """(g1, g2) estimated from `samples` reparameterised draws η = m + √v ε per element."""
+    """(E[log f], g1, g2, variance of the E[log f] estimate) from `samples` reparameterised draws
+    η = m + √v ε per element (CVI's gradients, Khan & Lin eqs. 29–31 with Bonnet's and Price's
+    theorems). E[log f] is estimated from the same draws with the second-order Taylor expansion
+    at m as a control variate, f'(m)(η − m) + ½ f''(m)((η − m)² − v), whose mean is zero: what
+    remains is the O(v^{3/2}) part of log f, so a narrow margin's estimate is nearly exact.
+    The draws go through in blocks of rows, like the quadrature's, so the link's arrays stay in cache."""
     eps = rng.standard_normal(np.shape(m) + (samples,))
-    eta = m[..., None] + np.sqrt(v)[..., None] * eps
-    y_, n_ = np.asarray(y)[..., None], np.asarray(n)[..., None]
-    return np.mean(lik.d1(y_, n_, eta), -1), np.mean(lik.d2(y_, n_, eta), -1)
+    y, n, m, v = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, n, m, v))
+    shape = m.shape
+    y, n, m, v = (a.reshape(-1) for a in (y, n, m, v))
+    eps = eps.reshape(-1, samples)
+    out = np.empty((4, m.size))
+    _, slope, curvature = lik.values(y, n, m)
+    rows = max(1, BLOCK * 48 // samples)
+    for start in range(0, m.size, rows):
+        block = slice(start, start + rows)
+        step = np.sqrt(v[block])[:, None] * eps[block]
+        value, d1, d2 = lik.values(y[block, None], n[block, None], m[block, None] + step)
+        value -= slope[block, None] * step + 0.5 * curvature[block, None] * (step * step - v[block, None])
+        out[0, block], out[1, block], out[2, block] = value.mean(1), d1.mean(1), d2.mean(1)
+        out[3, block] = value.var(1, ddof=1) / samples if samples > 1 else np.nan
+    return tuple(o.reshape(shape) for o in out)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ppl.infer.access import Unsupported
 from ppl.infer.low_rank import GaussianSum
+from ppl.infer.rows import dot_rows, quadratic_rows
 from ppl.lang import ast
 
 
@@ -158,7 +159,10 @@ class LinearBuilder:
             raise Unsupported(f"`{ast.text(expr)}` must contract data with one MvNormal vector", expr.span)
         term = terms[0]
         coef = self._data(data)
-        term.coef = term.coef * coef if np.ndim(term.coef) else coef * float(term.coef.ravel()[0])
+        if np.shape(term.coef) == (1,) and term.coef[0] == 1.0:  # `X @ w`: the data themselves, not a copy
+            term.coef = coef
+        else:
+            term.coef = term.coef * coef if np.ndim(term.coef) else coef * float(term.coef.ravel()[0])
         term.contract = True
         return 0.0, [term]
 
@@ -232,7 +236,7 @@ def contraction(state, term: Term, rows=None):
     c = _rows(term.coef, rows)
     mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
     if term.vector2 is None:
-        return np.sum(c * mean, -1), quadratic_rows(c, outer)
+        return dot_rows(c, mean), quadratic_rows(c, outer)
     mean2, outer2 = (_rows(a, rows) for a in vector_moments(state, term.vector2, _dim(state, term.vector2)))
     return np.sum(c * mean * mean2, -1), np.einsum("...d,...e,...de,...de->...", c, c, outer, outer2)
 
@@ -269,7 +273,7 @@ def term_mean(state, term: Term):
     mean = _first_moment(state, term.vector)
     if term.vector2 is not None:
         return np.sum(term.coef * mean * _first_moment(state, term.vector2), -1) * s1
-    return np.sum(term.coef * mean, -1) * s1 if term.contract else expand(term.coef * s1) * mean
+    return dot_rows(term.coef, mean) * s1 if term.contract else expand(term.coef * s1) * mean
 
 
 def _first_moment(state, access):
@@ -324,7 +328,11 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
         (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
     """
     term = next(t for t in form.terms if any(access is r for r in t.reads()))
-    residual = target - (form_mean(state, form) - term_mean(state, term))  # E[y] − E[b]
+    others = form.offset
+    for other in form.terms:
+        if other is not term:
+            others = others + term_mean(state, other)
+    residual = target - others  # E[y] − E[b]
     if access is term.vector or access is term.vector2:
         s1, s2 = scalar_part(state, term)
         if term.vector2 is not None:  # bilinear, a = coef ∘ (the other vector) · Π s
@@ -374,15 +382,6 @@ class OuterMessage:
     def dense(self):
         outer = np.einsum("...i,...j->...ij", self.rows, self.rows)
         return pack(expand(self.h) * self.rows, expand(expand(self.j)) * outer)
-
-
-def quadratic_rows(c: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """cᵀ M c for rows c (plate + (C, D)) and matrices M, as one matrix product when M is shared."""
-    rank = c.ndim - 2  # plate axes of c (then its component axis, then D)
-    if m.ndim - 3 == rank and all(n == 1 for n in m.shape[:rank]) and m.shape[rank] == 1 and c.shape[-2] == 1:
-        rows = c.reshape(-1, c.shape[-1])
-        return np.sum((rows @ m.reshape(m.shape[-2:])) * rows, axis=1).reshape(c.shape[:-1])
-    return np.einsum("...i,...ij,...j->...", c, m, c)
 
 
 def expand(x):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppl.infer.rows import weighted_gram
+
 
 class GaussianSum:
     """A dense natural parameter plus low-rank parts (rows R (N, D), h (N,), τ (N,)), each
@@ -42,7 +44,7 @@ class GaussianSum:
     def dense(self) -> np.ndarray:
         total = self.dense_part
         for rows, h, tau in self.parts:
-            total = total + np.concatenate([rows.T @ h, (-0.5 * (rows.T * tau) @ rows).reshape(-1)])[None, :]
+            total = total + np.concatenate([rows.T @ h, (-0.5 * weighted_gram(rows, tau)).reshape(-1)])[None, :]
         return total
 
     def solve(self, family):
@@ -50,9 +52,9 @@ class GaussianSum:
         dimension and the dense part is a diagonal precision; None otherwise (solve densely)."""
         if not self.parts or np.ndim(self.dense_part) != 2:
             return None
-        rows = np.concatenate([p[0] for p in self.parts])
-        if len(rows) >= family.dim:
+        if sum(len(p[0]) for p in self.parts) >= family.dim:
             return None
+        rows = np.concatenate([p[0] for p in self.parts])
         h, tau = (np.concatenate([p[k] for p in self.parts]) for k in (1, 2))
         solved = family.solve_low_rank(self.dense_part, rows, h, tau)
         return None if solved is None else (self.dense(),) + solved + (self,)

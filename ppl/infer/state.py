@@ -43,6 +43,9 @@ class State:
         self.versions: dict = {}  # name -> count of updates, so factors can reuse what is unchanged
         self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
         self.pinned: dict = {}  # name -> (mask (elements,), λ): elements that updates leave as they are
+        # the relative standard error a Monte Carlo ELBO term may carry in the trace (the run's
+        # stopping rule sets it); a noisier term is computed exactly instead
+        self.noise = 0.0
 
     def set(self, name: str, natural: np.ndarray, moments=None, entropy=None, factored=None) -> None:
         """New λ for `name`; `moments` and `entropy` when the caller solved them already, and λ
@@ -140,4 +143,5 @@ class State:
         other.counts = self.counts
         other.rng = self.rng
         other.pinned = self.pinned
+        other.noise = self.noise
         return other

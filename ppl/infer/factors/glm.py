@@ -132,14 +132,25 @@ class GLMFactor(FactorRuntime):
         return (np.take_along_axis(edges, code[..., None], -1)[..., 0],
                 np.take_along_axis(edges, code[..., None] + 1, -1)[..., 0])
 
+    @property
+    def drawn(self) -> bool:
+        """CVI by Monte Carlo on the whole plate: one set of draws per q gives the gradients of the
+        next step and the sweep's ELBO estimate."""
+        return self.rule == "cvi" and self.samples > 0 and self.batch is None
+
     def expectations(self, state):
-        """(m, v, term, g1, g2) at the current margins by the rule's approximation, computed once
-        while the variables read by η are unchanged (the sites and the ELBO term need the same)."""
+        """(m, v, term, g1, g2, variance of term) at the current margins by the rule's
+        approximation (by `samples` draws for CVI: the term an estimate), computed once while the
+        variables read by η are unchanged (the sites and the ELBO term need the same)."""
         key = self.version_key(state)
         if getattr(self, "_expectations_key", None) != key:
             m, v = self._margin(state)
             self._expectations_key = key
-            self._expectations = (m, v) + tuple(self.approximation(self.likelihood, self.y, self.n, m, v))
+            if self.drawn:
+                self._expectations = (m, v) + monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng,
+                                                          self.samples)
+            else:
+                self._expectations = (m, v) + tuple(self.approximation(self.likelihood, self.y, self.n, m, v)) + (0.0,)
         return self._expectations
 
     def sites(self, state):
@@ -147,9 +158,7 @@ class GLMFactor(FactorRuntime):
         if self.form == "site":
             return self._stored_sites(state)
         if self.batch is None:
-            m, v, _, g1, g2 = self.expectations(state)
-            if self.rule == "cvi" and self.samples > 0:
-                g1, g2 = monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng, self.samples)
+            m, v, _, g1, g2, _ = self.expectations(state)
             return gaussian_site(m, v, g1, g2)
         rows, scale = self._draw_batch(state.rng)
         target, tau = np.zeros_like(self.y), np.zeros_like(self.y)
@@ -168,9 +177,12 @@ class GLMFactor(FactorRuntime):
 
     def _fresh_sites(self, state, rows):
         """(ỹ, τ̃) on the rows of a minibatch (first plate axis) from the current q."""
+        if self.batch is None:  # the whole plate: the draws (or quadrature) the ELBO term shares
+            m, v, _, g1, g2, _ = self.expectations(state)
+            return gaussian_site(m, v, g1, g2)
         y, n, m, v = self._rows(state, rows)
         if self.rule == "cvi" and self.samples > 0:
-            g1, g2 = monte_carlo(self.likelihood, y, n, m, v, state.rng, self.samples)
+            g1, g2 = monte_carlo(self.likelihood, y, n, m, v, state.rng, self.samples)[1:3]
         else:
             _, g1, g2 = self.approximation(self.likelihood, y, n, m, v)
         return gaussian_site(m, v, g1, g2)
@@ -202,6 +214,8 @@ class GLMFactor(FactorRuntime):
     def elbo_estimate(self, state):
         """(E[log f] summed over the plate, its standard error): exact without a minibatch,
         else N/B times the sum on B fresh rows, with the finite-population standard error."""
+        if self.drawn:
+            return self._drawn_estimate(state)
         if self.batch is None:
             return super().elbo_estimate(state)
         rows, scale = self._draw_batch(state.rng)
@@ -215,12 +229,31 @@ class GLMFactor(FactorRuntime):
         se = total * np.std(term, ddof=1) / np.sqrt(self.batch) * np.sqrt(1 - self.batch / total)
         return float(scale * np.sum(term)), float(se)
 
+    def _drawn_estimate(self, state):
+        """(Σ E[log f], standard error) from the draws of the next CVI step (`monte_carlo`'s
+        control-variate estimate): no quadrature over every row every sweep. When the estimate is
+        noisier than the run's stopping rule can judge (`state.noise` × |term|: wide margins, few
+        rows) the exact term instead, with standard error 0."""
+        _, _, term, _, _, variance = self.expectations(state)
+        weights, count = self.weights(state), self.count()
+        if count is not None:
+            weights = weights * count
+        value, se = float(np.sum(weights * term)), float(np.sqrt(np.sum(weights * weights * variance)))
+        if not se <= state.noise * abs(value):
+            return self.elbo(state), 0.0
+        return value, se
+
     def _message(self, state, access):
         target, tau = self.sites(state)
         return read_message(state, self.margin, access, tau, target, self.factor)
 
     def _expected_log(self, state):
-        return self.expectations(state)[2]
+        """E[log f] per element, exact: by quadrature when the rule's own term is a Monte Carlo
+        estimate (the final ELBO of a CVI run), reusing the margins of its draws."""
+        m, v, term = self.expectations(state)[:3]
+        if not self.drawn:
+            return term
+        return likelihoods.quadrature(self.likelihood, self.y, self.n, m, v)[0]
 
 
 def gaussian_site(m, v, g1, g2):

