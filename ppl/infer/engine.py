@@ -119,7 +119,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
     for iteration in range(1, options.max_iter + 1):
         if accel is not None:
             accel.before_sweep(state)
-        snapshot = state.copy() if problem.pure_vmp else None
+        before = dict(state.natural) if problem.pure_vmp else None  # λ arrays are replaced, never written
         batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
         if not np.isfinite(new) and accel is not None and accel.fallback is not None:
@@ -131,7 +131,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
             new, informative = accel.after_sweep(state, new)
         fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
         if fell and problem.pure_vmp and options.damping == 1.0:
-            _explain_decrease(problem, snapshot, elbo, options.damping)
+            _explain_decrease(problem, state.copy(before), elbo, options.damping)
         elif fell and problem.damped:
             notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)
