@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, write_section  # noqa: E402  (before numpy: one BLAS thread)
+from benchmarks._report import machine, publish  # noqa: E402  (before numpy: one BLAS thread)
 
 import numpy as np  # noqa: E402
 
@@ -209,10 +209,7 @@ def main(argv=None) -> int:
         sections.append((scale_section([int(float(s)) for s in args.sizes.split(",")], args.repeat), SCALE))
     if args.only != "scale":
         sections.append((output_section(args.runs), OUTPUT))
-    for text, title in sections:
-        print(text)
-        if not args.no_write:
-            write_section(text, title, DOC)
+    publish(sections, DOC, not args.no_write)
     return 0
 
 

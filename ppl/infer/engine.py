@@ -10,6 +10,7 @@ that names the update behind any decrease (the VI chapter's debugging check).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -122,9 +123,9 @@ def _run_once(problem: Problem, options: Options, rng, progress, start) -> Run:
         before = dict(state.natural) if problem.pure_vmp else None  # λ arrays are replaced, never written
         batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
-        if not np.isfinite(new) and accel is not None and accel.fallback is not None:
+        if not math.isfinite(new) and accel is not None and accel.fallback is not None:
             new = -np.inf  # an extrapolated step gone wrong: after_sweep reverts it
-        elif not np.isfinite(new):
+        elif not math.isfinite(new):
             raise problem.not_finite(state)
         informative = True
         if accel is not None:

@@ -83,16 +83,29 @@ class FusedMixture:
         self.off = np.where(self.iu == self.ju, 1.0, 2.0)  # x_i x_j twice in xᵀ A x when i ≠ j
         self.halves = 0.5 * np.arange(d)
         self.log_pi_term = 0.25 * d * (d - 1) * np.log(np.pi)  # of log Γ_D
-        tri = np.zeros((d, d), dtype=int)
-        tri[self.iu, self.ju] = tri[self.ju, self.iu] = np.arange(self.t)
-        self.full = tri.ravel()  # column of Σ r x_i x_j in the statistics, for every (i, j)
-        self.upper = d + 1 + self.iu * d + self.ju  # E[Λ]_ij, i ≤ j, in the group's moments
-        self.half_off = -0.5 * self.off
+        self.to_natural, self.to_coef = self._linear_maps()
         self.features = None  # F, built at the first sweep from the observed values
         self.pools: dict = {"natural": [], "moments": []}
         self.eta_pi = self.a_pi = None
         self._elbo = None  # (id(state), versions after the sweep, ELBO)
         self._next = None  # (id(state), version of z) whose E[z]ᵀ F `stats` holds
+
+    def _linear_maps(self) -> tuple[np.ndarray, np.ndarray]:
+        """Two constant matrices: statistics (Σ r x_i x_j (i ≤ j), Σ r x, N_k) → the group's message
+        (Σ r x, −½ N_k, −½ vec Σ r x xᵀ, ½ N_k), and the group's moments (Λμ, μᵀΛμ, vec Λ, log|Λ|)
+        → the E-step's coefficients of the design (−½ Λ_ij, twice off the diagonal; Λμ;
+        ½ log|Λ| − ½ μᵀΛμ). One small product each instead of a handful of indexed updates."""
+        d, t = self.d, self.t
+        size = d + 1 + d * d + 1
+        to_natural, to_coef = np.zeros((t + d + 1, size)), np.zeros((size, t + d + 1))
+        for j, (a, b) in enumerate(zip(self.iu, self.ju)):
+            to_natural[j, d + 1 + a * d + b] = to_natural[j, d + 1 + b * d + a] = -0.5
+            to_coef[d + 1 + a * d + b, j] = -0.5 * self.off[j]
+        to_natural[t:t + d, :d] = np.eye(d)
+        to_natural[-1, d], to_natural[-1, -1] = -0.5, 0.5
+        to_coef[:d, t:t + d] = np.eye(d)
+        to_coef[d, -1], to_coef[-1, -1] = -0.5, 0.5
+        return to_natural, to_coef
 
     def _prepare(self, state) -> None:
         y1, _ = self.likelihood._value(state)
@@ -119,17 +132,12 @@ class FusedMixture:
         alpha = pi_nat[0] + 1.0
         e_logpi = digamma(alpha) - digamma(alpha.sum())
         state.set(self.pi, pi_nat, moments=e_logpi[None, :])
-        nat = self.eta_group.copy()  # η + Σ_n r_nk (x_n, −½, −½ vec x_n x_nᵀ, ½)
-        nat[:, :d] += self.stats[:, t:t + d]
-        nat[:, d] -= 0.5 * nk
-        nat[:, d + 1:-1] -= 0.5 * self.stats[:, self.full]
-        nat[:, -1] += 0.5 * nk
+        nat = np.dot(self.stats, self.to_natural)  # η + Σ_n r_nk (x_n, −½, −½ vec x_n x_nᵀ, ½)
+        nat += self.eta_group
         moments, a_group = self._group_moments(nat)
         state.set(self.group, nat, moments=moments)
-        coef = self.coef  # λ_z[n, k] = F_n · G_k
-        np.multiply(moments[:, self.upper], self.half_off, out=coef[:, :t])
-        coef[:, t:t + d] = moments[:, :d]
-        coef[:, -1] = e_logpi + 0.5 * moments[:, -1] - 0.5 * moments[:, d] - 0.5 * d * LOG_2PI
+        coef = np.dot(moments, self.to_coef, out=self.coef)  # λ_z[n, k] = F_n · G_k
+        coef[:, -1] += e_logpi - 0.5 * d * LOG_2PI
         natural, resp = self._spare("natural"), self._spare("moments")
         log_z = self._e_step(coef, natural, resp)
         state.set(self.z, natural, moments=resp)
