@@ -72,7 +72,6 @@ class FusedMixture:
 
     def __init__(self, problem, z, pi, group, pi_prior, group_prior, likelihood):
         self.z, self.pi, self.group = z, pi, group
-        self.names = (pi, group, z)
         self.pi_prior_factor, self.likelihood = pi_prior, likelihood
         self.k = problem.families[pi].size
         self.d = d = problem.families[group].dim
@@ -200,7 +199,8 @@ class FusedMixture:
         return buffer
 
     def _versions(self, state) -> tuple:
-        return tuple(state.versions.get(n, 0) for n in self.names)
+        versions = state.versions
+        return versions.get(self.pi, 0), versions.get(self.group, 0), versions.get(self.z, 0)
 
     def elbo(self, state) -> float | None:
         """The ELBO of the last fused sweep while `state` has not changed since, else None."""
