@@ -49,3 +49,12 @@ def write_section(text: str, title: str, path: Path) -> None:
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     after = "".join(lines[end:])
     path.write_text("".join(lines[:start]) + text + ("\n" + after if after else ""), encoding="utf-8")
+
+
+def publish(sections: list, path: Path, write: bool = True) -> None:
+    """Print each (text, title) section and, when `write`, replace it in `path`."""
+    for text, title in sections:
+        print(text)
+        if write:
+            write_section(text, title, path)
+            print(f"wrote '{title[3:]}' in {path.name}")

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
+from scipy import special
 from scipy.special import gammaln, polygamma
 
 from .base import (
@@ -26,13 +27,14 @@ from .base import (
     cholesky,
     is_positive_definite,
     leading,
+    qs_column,
     require_count,
     symmetrize,
 )
 
 _LOG2 = np.log(2.0)
 _MAX_ITER = 100
-QUANTILE_DRAWS = 4000
+ENTRY_DRAWS = 4000  # Monte Carlo draws of (G, Z) for the off-diagonal entries of one plate element
 QUANTILE_SEED = 20240501
 
 
@@ -193,16 +195,45 @@ class Wishart(ExponentialFamily):
         return np.sqrt(var)
 
     def quantiles(self, nat, qs) -> np.ndarray:
-        """MONTE CARLO marginal quantiles from 4000 draws with a fixed seed.
-
-        The marginals of a Wishart entry have no scipy ppf, so this is an
-        estimate (reproducible across calls, accurate to a few percent).
+        """Marginal quantiles of every entry, shape (len(qs),) + plates + (D, D), without drawing
+        matrices. With G ~ χ²_ν, a diagonal entry is S_ii G: exact, through the inverse
+        regularised gamma function. An off-diagonal entry is S_ij G + √(S_ii S_jj − S_ij²) √G Z,
+        Z ~ N(0, 1) independent (the 2 × 2 Bartlett factor of (i, j)); its law (variance-gamma)
+        has no inverse CDF in scipy, so its quantiles are Monte Carlo from `ENTRY_DRAWS` draws of
+        (G, Z), fixed seed: standard error √(q(1 − q)/n)/density, within 0.15 sd of the entry
+        for the 2.5% and 97.5% quantiles and 0.05 sd for the median in our checks (ν ≥ 3.5).
         """
-        draws = self.sample(nat, np.random.default_rng(QUANTILE_SEED), n=QUANTILE_DRAWS)
-        return np.quantile(draws, np.asarray(qs, float).reshape(-1), axis=0)
+        p = self.params(nat)
+        s, nu = p["scale"], p["dof"][..., None, None]
+        q = qs_column(qs, s.ndim)
+        out = 2.0 * s * special.gammaincinv(0.5 * nu, q)  # S_ii χ²_ν on the diagonal
+        i, j = np.triu_indices(self.dim, 1)
+        if len(i):  # each pair once, then mirrored
+            diag = np.diagonal(s, axis1=-2, axis2=-1)
+            spread = np.sqrt(np.maximum(diag[..., i] * diag[..., j] - s[..., i, j] ** 2, 0.0))
+            upper = _variance_gamma_quantiles(s[..., i, j], spread, p["dof"][..., None], q[..., 0, 0])
+            out = np.broadcast_to(out, np.broadcast_shapes(out.shape, q.shape)).copy()
+            out[..., i, j] = out[..., j, i] = upper
+        return out
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
         inv_scale, nu = self._inv_scale_dof(nat)
         finite = np.all(np.isfinite(nat), axis=-1)
         return finite & (nu > self.dim - 1) & is_positive_definite(inv_scale)
+
+
+def _variance_gamma_quantiles(loc, spread, nu, q) -> np.ndarray:
+    """Monte Carlo quantiles q of X = loc·G + spread·√G·Z, G ~ χ²_ν, Z ~ N(0, 1): `ENTRY_DRAWS`
+    pairs (G, Z) per element of the plates, shared by that element's entries, fixed seed. Two
+    scalars per draw and entry instead of a D × D matrix per draw; one plate element at a time."""
+    rng = np.random.default_rng(QUANTILE_SEED)
+    loc, spread = np.asarray(loc, float), np.asarray(spread, float)
+    nu = np.broadcast_to(nu, loc.shape[:-1] + (1,))
+    out = np.empty(np.shape(q)[:1] + loc.shape)
+    ranks = np.clip(np.ceil(np.asarray(q, float).reshape(-1) * ENTRY_DRAWS).astype(int) - 1, 0, ENTRY_DRAWS - 1)
+    for index in np.ndindex(loc.shape[:-1]):
+        g = rng.chisquare(nu[index][0], ENTRY_DRAWS)
+        x = loc[index][:, None] * g + spread[index][:, None] * (np.sqrt(g) * rng.standard_normal(ENTRY_DRAWS))
+        out[(slice(None),) + index] = np.partition(x, np.unique(ranks), axis=-1)[:, ranks].T  # order statistics
+    return out

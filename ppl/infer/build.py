@@ -22,6 +22,7 @@ from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
+from ppl.infer.fused_mixture import mixture_kernel
 from ppl.lang import ast
 from ppl.infer.schedule.blocks import block_defaults
 from ppl.lang.schedule import ScheduleSpec
@@ -62,6 +63,7 @@ class Problem:
     schedule: object = None  # ppl.lang.schedule.ScheduleSpec
     analysis: object = None  # the analyzer's tags and scopes, for binding the model to minibatches
     local: tuple = ()  # local variables, in the order the batch E-step sweeps them
+    kernel: object = None  # a fused sweep for a structure it covers (ppl.infer.fused_mixture), or None
 
     @property
     def inner(self) -> int:
@@ -73,11 +75,17 @@ class Problem:
         return step_size(self.steps.get(name, (1.0, 0.0)), iteration)
 
     def elbo(self, state) -> float:
+        fused = self.kernel.elbo(state) if self.kernel is not None else None
+        if fused is not None:  # computed by the fused sweep that produced this state
+            return fused
         return sum(f.elbo(state) for f in self.factors) + sum(state.entropy(v) for v in self.latent)
 
     def elbo_estimate(self, state) -> tuple[float, float]:
         """(ELBO, standard error): exact, unless a factor subsamples its data (`minibatch`) and
         estimates its term, whose standard errors add in quadrature."""
+        fused = self.kernel.elbo(state) if self.kernel is not None else None
+        if fused is not None:
+            return fused, 0.0
         pairs = [f.elbo_estimate(state) for f in self.factors]
         value = sum(p[0] for p in pairs) + sum(state.entropy(v) for v in self.latent)
         return value, float(np.sqrt(sum(p[1] ** 2 for p in pairs)))
@@ -199,6 +207,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                       stochastic, pure, damped, guarded, notes, low_rank, scopes,
                       schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
     problem.schedule = block_defaults(problem)
+    problem.kernel = mixture_kernel(problem)
     return problem
 
 

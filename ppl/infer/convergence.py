@@ -102,7 +102,8 @@ class Monitor:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if not informative or len(trace) < 2 or not previous:
             return False
-        increments = np.diff(trace[-RATIOS - 2:])
+        tail = trace[-RATIOS - 2:]
+        increments = [b - a for a, b in zip(tail[:-1], tail[1:])]  # five floats: no array
         d = increments[-1]
         ratios = [b / a for a, b in zip(increments[:-1], increments[1:])
                   if a > 0 and 0 <= b < a * self.largest_ratio]

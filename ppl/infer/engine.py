@@ -10,6 +10,7 @@ that names the update behind any decrease (the VI chapter's debugging check).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -131,19 +132,19 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
     for iteration in range(1, options.max_iter + 1):
         if accel is not None:
             accel.before_sweep(state)
-        snapshot = state.copy() if problem.pure_vmp else None
+        before = dict(state.natural) if problem.pure_vmp else None  # λ arrays are replaced, never written
         batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
-        if not np.isfinite(new) and accel is not None and accel.fallback is not None:
+        if not math.isfinite(new) and accel is not None and accel.fallback is not None:
             new = -np.inf  # an extrapolated step gone wrong: after_sweep reverts it
-        elif not np.isfinite(new):
+        elif not math.isfinite(new):
             raise problem.not_finite(state)
         informative = True
         if accel is not None:
             new, informative = accel.after_sweep(state, new)
         fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
         if fell and problem.pure_vmp and options.damping == 1.0 and not restarted:
-            _explain_decrease(problem, snapshot, elbo, options.damping)
+            _explain_decrease(problem, state.copy(before), elbo, options.damping)
         elif fell and problem.damped:
             notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)

@@ -104,7 +104,9 @@ def _unfamily(spec: dict):
 def _array(values) -> dict:
     """Shape and flat values; ±inf and NaN (not JSON) as strings."""
     values = np.asarray(values, dtype=float)
-    flat = [x if np.isfinite(x) else str(x) for x in values.ravel().tolist()]
+    flat = values.ravel().tolist()
+    if not np.isfinite(values).all():
+        flat = [x if np.isfinite(x) else str(x) for x in flat]
     return {"shape": list(values.shape), "data": flat}
 
 

@@ -134,9 +134,10 @@ class State:
             return float(np.sum(self.counts[name] * h))
         return float(np.sum(h))
 
-    def copy(self) -> "State":
+    def copy(self, natural: dict | None = None) -> "State":
+        """An independent state with this one's λ, or with `natural` (an earlier `dict(state.natural)`)."""
         other = State(self.families, self.shapes)
-        other.natural = {k: v.copy() for k, v in self.natural.items()}
+        other.natural = {k: v.copy() for k, v in (self.natural if natural is None else natural).items()}
         other.versions = {k: -1 - v for k, v in self.versions.items()}  # never equal to a live version
         other.observed = self.observed
         other.codes = self.codes

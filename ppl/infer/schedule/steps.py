@@ -28,6 +28,9 @@ def batch_sweep(problem, state, step) -> int:
     """One sweep of batch VMP: every global once (M-step, ρ = 1, scale 1), then the local blocks
     of every group to convergence (E-step); `step(name)` is each update's damping. Returns the
     E-step's sweeps."""
+    if problem.kernel is not None and step(problem.order[0]) == 1.0:  # a kernel's problem has no
+        problem.kernel.sweep(state)  # per-variable steps: one damping for all. The same updates, fused
+        return 1
     for name in problem.order:
         if name not in problem.local:
             update(problem, state, name, step(name))
