@@ -424,3 +424,16 @@ def test_overflowing_joint_prior_is_located_at_its_statement(tmp_path):
     with pytest.raises(ppl.ModelError) as error:
         ppl.compile(model).infer(_csv(tmp_path, "y\n-0.96\n0.44\n2.09\n"), seed=0, max_iter=3)
     assert error.value.code == "E502" and error.value.span.line == 4
+
+
+def test_cvi_on_a_vectorised_normal_likelihood_runs(tmp_path):
+    """Found by (d) after cvi's ELBO came from its draws: `y ~ Normal(w * x, 1) @cvi(form=site)`,
+    a statement without a loop, sent its plate-shaped precision into blocks of flattened rows
+    (a broadcast error). A Gaussian likelihood's expectations are exact: no draws."""
+    model = "data x: real[N]\ndata y: real[N]\nw ~ Normal(0, 1)\ny ~ Normal(w * x, 1) @cvi(form=site)\n"
+    rows = "x,y\n" + "".join(f"{x},{0.5 * x + 0.1 * (-1) ** i}\n" for i, x in enumerate(np.linspace(-2, 2, 20)))
+    post = ppl.compile(model).infer(_csv(tmp_path, rows), seed=0)
+    x = np.linspace(-2, 2, 20)
+    y = 0.5 * x + 0.1 * (-1) ** np.arange(20)
+    precision = 1.0 + x @ x  # the exact Gaussian posterior of w
+    assert post["w"].mean == pytest.approx((x @ y) / precision, abs=1e-4)
