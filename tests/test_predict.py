@@ -313,3 +313,43 @@ def test_a_mixture_scores_each_row_with_its_membership_from_the_globals_alone():
     pred = post.predict({"x": np.array([np.nan, 0.0])})
     np.testing.assert_allclose(pred["z"].mean[0], w, atol=1e-12)
     assert pred["x"]["mean"][0] == pytest.approx(w @ m, abs=1e-12)
+
+
+def test_a_categorical_predictive_is_the_dirichlet_multinomial_one(tmp_path):
+    """p ~ Dirichlet(1), c[n] ~ Categorical(p): q(p) = Dirichlet(1 + counts) is exact, and
+    P(c* = k | c) = α_k / Σα. The score gathers each row's level; predict gives the moments and
+    quantiles of the level number."""
+    text = "const K = 3\ndata c: cat(K)[N]\np ~ Dirichlet(ones(K))\nfor n in 1..N {\n  c[n] ~ Categorical(p)\n}\n"
+    codes = np.array([1, 1, 2, 3, 1, 2, 1])
+    post = ppl.compile(text).infer({"c": codes}, seed=0)
+    alpha = 1.0 + np.bincount(codes - 1, minlength=3)
+    probs = alpha / alpha.sum()
+    new = np.array([3, 1, 2, 2])
+    score = post.score({"c": new})
+    np.testing.assert_allclose(score.rows, np.log(probs[new - 1]), rtol=0, atol=1e-12)
+    pred = post.predict({"c": np.full(2, np.nan)})
+    levels = np.arange(1, 4)
+    np.testing.assert_allclose(pred["c"]["mean"], probs @ levels, atol=1e-12)
+    np.testing.assert_allclose(pred["c"]["sd"], np.sqrt(probs @ levels ** 2 - (probs @ levels) ** 2), atol=1e-12)
+    assert list(pred["c"]["q2.5"]) == [1, 1] and list(pred["c"]["q97.5"]) == [3, 3]
+
+
+def test_lda_words_are_scored_by_their_topic_mixture():
+    """Every word of new documents held out: its predictive is Σ_k r_tk E[β_k] with r from the
+    fold's q(z); the score is the gather of that table at the word, never a tokens × words array."""
+    from ppl.infer.predict import model_of
+    from ppl.infer.predict.fold import fold_in
+    from ppl.infer.predict.predictive import response_mixture
+    post = _fit("lda", "models/lda.csv", max_iter=20)
+    new = pd.read_csv("models/lda.csv")
+    new = new[new["doc"].isin([1, 2])]
+    score = post.score(new)
+    fold = fold_in(post, model_of(post, None), new, hold_all=True)
+    mixture = response_mixture(fold.problem, fold.state, "word")
+    alpha = fold.state.natural["beta"] + 1.0
+    beta = alpha / alpha.sum(axis=1, keepdims=True)
+    r = fold.state.moments("z")[:, :beta.shape[0]]
+    codes = np.asarray(fold.new.dataset.arrays["word"])
+    np.testing.assert_allclose(score.rows, np.log(np.sum(r * beta[:, codes].T, axis=1)), rtol=1e-12)
+    np.testing.assert_allclose(mixture.logpdf(codes), np.log(mixture._table()[np.arange(len(codes)), codes]),
+                               rtol=1e-12)

@@ -23,6 +23,7 @@ from ppl.diagnostics import DataError, ModelError
 HELD = "\0held-out"  # the row-weight key of held-out cells: no plate has this name
 LOCAL_SWEEPS, LOCAL_TOL = 1000, 1e-8  # the E-step sweeps at most, and its relative tolerance
 PREDICTED = ("GLMFactor", "GaussianFactor")  # factors whose predictive ppl.infer.predict.predictive computes
+# (and a ConjugateFactor of a Categorical response: `_hold`)
 
 
 @dataclass
@@ -74,9 +75,14 @@ def _hold(problem, held: dict) -> None:
         mask = held.get(name)
         if mask is None or not mask.any():
             continue
-        if type(f).__name__ not in PREDICTED or getattr(f, "dim", 0) or f.factor.dist.name == "OrderedLogistic":
+        selector = f.selector.name if f.selector is not None else None
+        categorical = (type(f).__name__ == "ConjugateFactor" and f.factor.dist.name == "Categorical"
+                       and len(set(f.reads) - {name, selector}) == 1)  # probabilities from one Dirichlet
+        if not categorical and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)
+                                or f.factor.dist.name == "OrderedLogistic"):
             raise ModelError("E352", f"`{name}` has cells to predict, but this version computes the predictive of "
-                             "scalar Bernoulli, Binomial, Poisson and Normal responses only", span=f.factor.span,
+                             "scalar Bernoulli, Binomial, Poisson and Normal responses, and of Categorical "
+                             "responses of a Dirichlet, only", span=f.factor.span,
                              hint=f"give every cell of `{name}` in the new data")
         keep = f.target.gather((~mask).reshape(-1, 1).astype(float))
         f.row_weights = {**f.row_weights, HELD: keep.reshape(f.plate.shape + (1,))}

@@ -4,6 +4,9 @@
   Gaussian under q, N(m, v) per cell (the margin the non-conjugate rules integrate over);
   Gauss–Hermite with `NODES` nodes turns E_q[p(y | η)] into the mixture over the nodes, so
   P(y = 1) = E_q[σ(η)] for a logistic regression.
+- `y ~ Categorical(p)` with p Dirichlet under q (LDA's `word[t] ~ Categorical(beta[z[t]])`):
+  P(y = k) = Σ_j r_j E[p_jk], the components mixed by q(z) (`CategoricalMixture`; the log
+  density at an observed code is a gather, never a cells × levels array).
 - `y ~ Normal(η, τ)` with η linear in Gaussian variables: N(y; m, v + 1/τ) exactly for a known
   τ; for τ ~ Gamma under q, Gauss–Legendre over the Gamma's quantiles (`_gamma_nodes`). A latent
   category that selects the component (`mu[z[n]]`) mixes the components by q(z).
@@ -75,20 +78,69 @@ class Mixture:
         return (lo + hi) / 2
 
 
-def response_mixture(problem, state, name: str) -> Mixture:
+@dataclass
+class CategoricalMixture:
+    """Per cell the categorical Σ_j weights[:, j] · E[p_j] over levels 1..K (`probs`: E[p_j],
+    (cells or 1, J, K)). Values are level numbers 1..K, as the language reads a `cat` value."""
+
+    weights: np.ndarray  # (cells, J)
+    probs: np.ndarray  # (cells or 1, J, K)
+
+    def _table(self) -> np.ndarray:
+        return np.einsum("nj,njk->nk", self.weights, np.broadcast_to(self.probs, self.weights.shape + self.probs.shape[-1:]))
+
+    def mean(self) -> np.ndarray:
+        return self._table() @ np.arange(1, self.probs.shape[-1] + 1)
+
+    def var(self) -> np.ndarray:
+        levels = np.arange(1, self.probs.shape[-1] + 1)
+        table = self._table()
+        return np.maximum(table @ levels ** 2 - (table @ levels) ** 2, 0.0)
+
+    def logpdf(self, codes: np.ndarray) -> np.ndarray:
+        """log P(y) at the codes 0..K−1 the bound data hold: a gather of each cell's own level."""
+        codes = np.asarray(codes, dtype=np.int64)
+        probs = np.broadcast_to(self.probs, self.weights.shape + self.probs.shape[-1:])
+        at = np.take_along_axis(probs, codes[:, None, None], axis=-1)[..., 0]
+        with np.errstate(divide="ignore"):
+            return np.log(np.sum(self.weights * at, axis=1))
+
+    def quantile(self, q: float) -> np.ndarray:
+        """The smallest level whose cumulative probability reaches q."""
+        cumulative = np.cumsum(self._table(), axis=1)
+        return 1.0 + np.argmax(cumulative >= q - 1e-12, axis=1)
+
+
+def _categorical(f, state, at) -> CategoricalMixture:
+    """`y ~ Categorical(p)`, p a Dirichlet read by the factor: E[p_j] = α_j / Σ α_j from q, the
+    components weighted by the selector's q (ones without one); cells put in element order `at`."""
+    target = f.factor.target.name
+    selector = f.selector.name if f.selector is not None else None
+    name = next(n for n in f.reads if n not in (target, selector))
+    alpha = f.reads[name][0].gather(state.natural[name]) + 1.0
+    probs = alpha / alpha.sum(axis=-1, keepdims=True)
+    cells = int(np.prod(f.plate.shape, dtype=np.int64))
+    weights = np.broadcast_to(f.weights(state), f.plate.shape + probs.shape[-2:-1]).reshape(cells, -1)
+    probs = probs.reshape((-1,) + probs.shape[-2:])
+    return CategoricalMixture(weights[at], probs if len(probs) == 1 else probs[at])
+
+
+def response_mixture(problem, state, name: str):
     """The predictive of every element of response `name` (elements in the array's order)."""
     f = next(f for f in problem.factors if f.factor.target.name == name)
+    cells = int(np.prod(f.plate.shape, dtype=np.int64))
+    elements = int(np.prod(problem.shapes[name], dtype=np.int64))
+    order = f.target.gather(np.arange(elements, dtype=float).reshape(-1, 1)).reshape(-1)[:cells].astype(np.int64)
+    at = np.empty(elements, dtype=np.int64)
+    at[order] = np.arange(cells)
+    if f.factor.dist.name == "Categorical":
+        return _categorical(f, state, at)
     if type(f).__name__ == "GLMFactor":
         weights, dist, params, discrete = _glm(f, state)
     else:
         weights, dist, params, discrete = _gaussian(f, state)
-    cells = int(np.prod(f.plate.shape, dtype=np.int64))
-    elements = int(np.prod(problem.shapes[name], dtype=np.int64))
-    order = f.target.gather(np.arange(elements, dtype=float).reshape(-1, 1)).reshape(-1)[:cells].astype(np.int64)
     weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, *(p.shape for p in params)))
     flat = [np.broadcast_to(a, weights.shape).reshape(cells, -1) for a in (weights,) + params]
-    at = np.empty(elements, dtype=np.int64)
-    at[order] = np.arange(cells)
     return Mixture(dist, flat[0][at], tuple(p[at] for p in flat[1:]), discrete)
 
 
