@@ -353,3 +353,23 @@ def test_lda_words_are_scored_by_their_topic_mixture():
     np.testing.assert_allclose(score.rows, np.log(np.sum(r * beta[:, codes].T, axis=1)), rtol=1e-12)
     np.testing.assert_allclose(mixture.logpdf(codes), np.log(mixture._table()[np.arange(len(codes)), codes]),
                                rtol=1e-12)
+
+
+def test_an_ordinal_predictive_is_the_expected_cumulative_logit_difference():
+    """rating ~ OrderedLogistic(x·w, cut): P(y = k) = E_q[σ(φ_k − η) − σ(φ_{k−1} − η)], η ~ N(x·m, xᵀΣx),
+    against adaptive quadrature; the score is its log at the observed rating, predict gives the
+    moments of the rating under those probabilities."""
+    post = _fit("ordinal_regression", "models/ordinal_regression.csv")
+    rows = pd.read_csv("models/ordinal_regression.csv").iloc[:6]
+    params = post["w"].family.params(post["w"].natural)
+    mean, cov = params["mean"], np.linalg.inv(params["precision"])
+    x = rows[["x1", "x2", "x3"]].to_numpy()
+    cut = np.array([-np.inf, -2.0, -0.7, 0.7, 2.0, np.inf])
+    probs = np.array([[_quadrature(xn @ mean, xn @ cov @ xn,
+                                   lambda t, k=k: special.expit(cut[k] - t) - special.expit(cut[k - 1] - t))
+                       for k in range(1, 6)] for xn in x])
+    score = post.score(rows)
+    np.testing.assert_allclose(score.rows, np.log(probs[np.arange(6), rows["rating"].to_numpy() - 1]), rtol=1e-8)
+    empty = rows.assign(rating=np.nan)
+    pred = post.predict(empty)
+    np.testing.assert_allclose(pred["rating"]["mean"], probs @ np.arange(1, 6), rtol=1e-8)

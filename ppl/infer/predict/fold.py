@@ -78,11 +78,10 @@ def _hold(problem, held: dict) -> None:
         selector = f.selector.name if f.selector is not None else None
         categorical = (type(f).__name__ == "ConjugateFactor" and f.factor.dist.name == "Categorical"
                        and len(set(f.reads) - {name, selector}) == 1)  # probabilities from one Dirichlet
-        if not categorical and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)
-                                or f.factor.dist.name == "OrderedLogistic"):
+        if not categorical and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)):
             raise ModelError("E352", f"`{name}` has cells to predict, but this version computes the predictive of "
-                             "scalar Bernoulli, Binomial, Poisson and Normal responses, and of Categorical "
-                             "responses of a Dirichlet, only", span=f.factor.span,
+                             "scalar Bernoulli, Binomial, Poisson, Normal and OrderedLogistic responses, and of "
+                             "Categorical responses of a Dirichlet, only", span=f.factor.span,
                              hint=f"give every cell of `{name}` in the new data")
         keep = f.target.gather((~mask).reshape(-1, 1).astype(float))
         f.row_weights = {**f.row_weights, HELD: keep.reshape(f.plate.shape + (1,))}

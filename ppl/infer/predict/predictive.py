@@ -7,6 +7,8 @@
 - `y ~ Categorical(p)` with p Dirichlet under q (LDA's `word[t] ~ Categorical(beta[z[t]])`):
   P(y = k) = Σ_j r_j E[p_jk], the components mixed by q(z) (`CategoricalMixture`; the log
   density at an observed code is a gather, never a cells × levels array).
+- `y ~ OrderedLogistic(η, cut)`: P(y = k) = E_q[σ(φ_k − η) − σ(φ_{k−1} − η)], Gauss–Hermite over
+  η's margin, as a `CategoricalMixture` whose components are the nodes.
 - `y ~ Normal(η, τ)` with η linear in Gaussian variables: N(y; m, v + 1/τ) exactly for a known
   τ; for τ ~ Gamma under q, Gauss–Legendre over the Gamma's quantiles (`_gamma_nodes`). A latent
   category that selects the component (`mu[z[n]]`) mixes the components by q(z).
@@ -85,6 +87,7 @@ class CategoricalMixture:
 
     weights: np.ndarray  # (cells, J)
     probs: np.ndarray  # (cells or 1, J, K)
+    offset: int = 0  # what the bound data hold for level 1: 0 for `cat` codes, 1 for `int` values
 
     def _table(self) -> np.ndarray:
         return np.einsum("nj,njk->nk", self.weights, np.broadcast_to(self.probs, self.weights.shape + self.probs.shape[-1:]))
@@ -97,9 +100,9 @@ class CategoricalMixture:
         table = self._table()
         return np.maximum(table @ levels ** 2 - (table @ levels) ** 2, 0.0)
 
-    def logpdf(self, codes: np.ndarray) -> np.ndarray:
-        """log P(y) at the codes 0..K−1 the bound data hold: a gather of each cell's own level."""
-        codes = np.asarray(codes, dtype=np.int64)
+    def logpdf(self, values: np.ndarray) -> np.ndarray:
+        """log P(y) at the values the bound data hold (`offset`): a gather of each cell's level."""
+        codes = np.asarray(values, dtype=np.int64) - self.offset
         probs = np.broadcast_to(self.probs, self.weights.shape + self.probs.shape[-1:])
         at = np.take_along_axis(probs, codes[:, None, None], axis=-1)[..., 0]
         with np.errstate(divide="ignore"):
@@ -122,19 +125,44 @@ def _categorical(f, state, at) -> CategoricalMixture:
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
     weights = np.broadcast_to(f.weights(state), f.plate.shape + probs.shape[-2:-1]).reshape(cells, -1)
     probs = probs.reshape((-1,) + probs.shape[-2:])
-    return CategoricalMixture(weights[at], probs if len(probs) == 1 else probs[at])
+    return CategoricalMixture(weights[at], probs if len(probs) == 1 else probs[at], _offset(f))
+
+
+def _ordinal(f, state, at) -> CategoricalMixture:
+    """Gauss–Hermite nodes η_j of the margin; at each, the cumulative logits σ(φ_k − η_j)
+    differenced into the K level probabilities."""
+    m, v = margin(state, f.margin)
+    x, w = np.polynomial.hermite.hermgauss(NODES)
+    eta = m[..., None] + np.sqrt(2.0 * v)[..., None] * x  # plate + (1, J)
+    cut = np.asarray(f.data(f.args["cut"]), dtype=float)
+    cut = np.broadcast_to(cut, f.builder.shape() + cut.shape[-1:])[..., None, :]  # plate + (1, 1, K − 1)
+    below = special.expit(cut - eta[..., None])
+    shape = below.shape[:-1] + (1,)
+    cumulative = np.concatenate([np.zeros(shape), below, np.ones(shape)], axis=-1)
+    probs = np.diff(cumulative, axis=-1)
+    cells = int(np.prod(f.plate.shape, dtype=np.int64))
+    probs = probs.reshape(cells, -1, probs.shape[-1])
+    weights = np.broadcast_to(w / np.sqrt(np.pi), probs.shape[:2])
+    return CategoricalMixture(weights[at], probs[at], _offset(f))
+
+
+def _offset(f) -> int:
+    return 0 if f.model.variables[f.factor.target.name].elem == "cat" else 1
 
 
 def response_mixture(problem, state, name: str):
     """The predictive of every element of response `name` (elements in the array's order)."""
     f = next(f for f in problem.factors if f.factor.target.name == name)
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
-    elements = int(np.prod(problem.shapes[name], dtype=np.int64))
+    shape = problem.shapes.get(name, np.shape(problem.dataset.arrays[name]))  # a response without a family: its data
+    elements = int(np.prod(shape, dtype=np.int64))
     order = f.target.gather(np.arange(elements, dtype=float).reshape(-1, 1)).reshape(-1)[:cells].astype(np.int64)
     at = np.empty(elements, dtype=np.int64)
     at[order] = np.arange(cells)
     if f.factor.dist.name == "Categorical":
         return _categorical(f, state, at)
+    if f.factor.dist.name == "OrderedLogistic":
+        return _ordinal(f, state, at)
     if type(f).__name__ == "GLMFactor":
         weights, dist, params, discrete = _glm(f, state)
     else:
