@@ -236,8 +236,36 @@ def test_an_empty_multivariate_response_is_refused_at_its_statement():
     new = frame.iloc[100:110].copy()
     new.iloc[2, 0] = np.nan
     with pytest.raises(ppl.ModelError) as info:
-        post.predict(new)
+        post.predict(new)  # a row with one coordinate given and one empty
     assert info.value.code == "E352" and info.value.span.line == 36  # x[n] ~ MvNormal(...)
+    with pytest.raises(ppl.ModelError) as info:
+        post.score(frame.iloc[100:110])
+    assert info.value.code == "E352" and "does not score its rows" in info.value.message
+
+
+def test_an_empty_mixture_row_gets_the_student_t_predictive_of_each_coordinate():
+    """Bishop (10.81): component k's predictive is a t with df ν_k + 1 − D and precision
+    L_k = df β_k/(1 + β_k) W_k; an empty row's coordinate d has mean Σ_k r_k m_kd and variance
+    Σ_k r_k ((L_k⁻¹)_dd df/(df − 2) + m_kd²) − mean², r the row's q(z) after the fold-in."""
+    from ppl.infer.predict import model_of
+    from ppl.infer.predict.fold import fold_in
+    frame = pd.read_csv("models/gmm.csv")
+    post = _fit("gmm", frame.iloc[:200], max_iter=50)
+    new = frame.iloc[200:204].copy()
+    new.iloc[:2] = np.nan
+    pred = post.predict(new)
+    fold = fold_in(post, model_of(post, None), new)
+    key = "(mu, Lambda)"
+    p = fold.problem.families[key].params(fold.state.natural[key])
+    df = p["dof"] - 1.0
+    cov = np.linalg.inv(p["scale"]) * ((1 + p["beta"]) / (df * p["beta"]))[:, None, None] * (df / (df - 2))[:, None, None]
+    r = fold.state.moments("z")[:2, :len(df)]
+    live = r > 0
+    mean = np.where(live[:, :, None], r[:, :, None] * p["mean"][None], 0.0).sum(axis=1)
+    second = np.where(live[:, :, None], r[:, :, None] * (np.diagonal(cov, axis1=1, axis2=2) + p["mean"] ** 2)[None], 0.0)
+    np.testing.assert_allclose(pred.cells["x"]["mean"][:2], mean, rtol=1e-10)
+    np.testing.assert_allclose(pred.cells["x"]["sd"][:2], np.sqrt(second.sum(axis=1) - mean ** 2), rtol=1e-10)
+    assert np.isnan(pred.cells["x"]["mean"][2:]).all()
 
 
 def test_cli_predict_and_score(tmp_path, capsys):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppl.diagnostics import ModelError
+
 from ppl.infer.predict.fold import fold_in
 from ppl.infer.predict.predictive import response_mixture
 from ppl.infer.predict.result import Prediction, Score, local_marginals
@@ -37,6 +39,10 @@ def score(posterior, data, model=None, na=None, seed=0) -> Score:
     fold = fold_in(posterior, model, data, hold_all=True, na=na, seed=seed)
     cells = {}
     for name, observed in fold.new.observed.items():
+        factor = next(f for f in fold.problem.factors if f.factor.target.name == name)
+        if type(factor).__name__ == "JointGaussian":
+            raise ModelError("E352", f"`{name}` is a vector response: this version predicts its coordinates but "
+                             "does not score its rows", span=factor.factor.span)
         mixture = response_mixture(fold.problem, fold.state, name)
         values = np.asarray(fold.new.dataset.arrays[name], dtype=float).reshape(-1)
         density = mixture.logpdf(values)

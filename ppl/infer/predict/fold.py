@@ -78,11 +78,18 @@ def _hold(problem, held: dict) -> None:
         selector = f.selector.name if f.selector is not None else None
         categorical = (type(f).__name__ == "ConjugateFactor" and f.factor.dist.name == "Categorical"
                        and len(set(f.reads) - {name, selector}) == 1)  # probabilities from one Dirichlet
-        if not categorical and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)):
+        student = type(f).__name__ == "JointGaussian" and np.all(np.asarray(f.scale) == 1.0)
+        if not (categorical or student) and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)):
             raise ModelError("E352", f"`{name}` has cells to predict, but this version computes the predictive of "
-                             "scalar Bernoulli, Binomial, Poisson, Normal and OrderedLogistic responses, and of "
-                             "Categorical responses of a Dirichlet, only", span=f.factor.span,
-                             hint=f"give every cell of `{name}` in the new data")
+                             "scalar Bernoulli, Binomial, Poisson, Normal and OrderedLogistic responses, of "
+                             "Categorical responses of a Dirichlet, and of MvNormal responses of a @joint group",
+                             span=f.factor.span, hint=f"give every cell of `{name}` in the new data")
+        if mask.ndim > 1 and mask.size and f.target.index.size != mask.size:  # a vector per row: whole rows
+            if np.any(mask.any(axis=1) != mask.all(axis=1)):
+                raise ModelError("E352", f"`{name}` has rows with some cells given and some empty; this version "
+                                 "predicts whole rows of a vector response", span=f.factor.span,
+                                 hint="leave a row's cells all empty, or give them all")
+            mask = mask[:, 0]
         keep = f.target.gather((~mask).reshape(-1, 1).astype(float))
         f.row_weights = {**f.row_weights, HELD: keep.reshape(f.plate.shape + (1,))}
 

@@ -7,6 +7,9 @@
 - `y ~ Categorical(p)` with p Dirichlet under q (LDA's `word[t] ~ Categorical(beta[z[t]])`):
   P(y = k) = Σ_j r_j E[p_jk], the components mixed by q(z) (`CategoricalMixture`; the log
   density at an observed code is a gather, never a cells × levels array).
+- `x ~ MvNormal(mu[z], Lambda[z])` with `@joint` (mu, Lambda): per component the Student-t of
+  Bishop (10.81), df ν + 1 − D, precision L = df β/(1 + β) W; each coordinate of an empty row
+  gets its marginal, a univariate t of scale √(L⁻¹)_dd, mixed by q(z) (`_student`).
 - `y ~ OrderedLogistic(η, cut)`: P(y = k) = E_q[σ(φ_k − η) − σ(φ_{k−1} − η)], Gauss–Hermite over
   η's margin, as a `CategoricalMixture` whose components are the nodes.
 - `y ~ Normal(η, τ)` with η linear in Gaussian variables: N(y; m, v + 1/τ) exactly for a known
@@ -43,13 +46,17 @@ class Mixture:
     def _frozen(self):
         return self.dist(*self.params)
 
+    def _weighted(self, values) -> np.ndarray:
+        """Σ_j w_j values_j, a component of weight 0 left out (a t without a mean has NaN)."""
+        with np.errstate(invalid="ignore"):
+            return np.sum(np.where(self.weights > 0, self.weights * values, 0.0), axis=1)
+
     def mean(self) -> np.ndarray:
-        return np.sum(self.weights * self._frozen().mean(), axis=1)
+        return self._weighted(self._frozen().mean())
 
     def var(self) -> np.ndarray:
         frozen = self._frozen()
-        mean = self.mean()
-        return np.maximum(np.sum(self.weights * (frozen.var() + frozen.mean() ** 2), axis=1) - mean ** 2, 0.0)
+        return np.maximum(self._weighted(frozen.var() + frozen.mean() ** 2) - self.mean() ** 2, 0.0)
 
     def logpdf(self, y: np.ndarray) -> np.ndarray:
         frozen = self._frozen()
@@ -63,9 +70,11 @@ class Mixture:
     def quantile(self, q: float) -> np.ndarray:
         """The smallest value whose CDF reaches q (an integer for a discrete response)."""
         frozen = self._frozen()
-        mean, sd = frozen.mean(), np.sqrt(frozen.var())
-        lo = np.min(mean - 12 * sd, axis=1)
-        hi = np.max(mean + 12 * sd, axis=1)
+        if not self.discrete:  # the mixture's quantile lies between its components' (a t may lack a variance)
+            lo, hi = np.min(frozen.ppf(min(q, 1e-9)), axis=1), np.max(frozen.isf(min(1 - q, 1e-9)), axis=1)
+        else:
+            mean, sd = frozen.mean(), np.sqrt(frozen.var())
+            lo, hi = np.min(mean - 12 * sd, axis=1), np.max(mean + 12 * sd, axis=1)
         if self.discrete:
             lo, hi = np.maximum(np.floor(lo), 0.0), np.ceil(hi) + 1
             while np.any(hi > lo):
@@ -146,6 +155,24 @@ def _ordinal(f, state, at) -> CategoricalMixture:
     return CategoricalMixture(weights[at], probs[at], _offset(f))
 
 
+def _student(problem, f, state, at) -> Mixture:
+    """Each coordinate of each row: Σ_c q(z = c) t(df_c, m_cd, √(L_c⁻¹)_dd), rows in element order
+    `at`, coordinates after them (the response's row-major order)."""
+    p = problem.families[f.key].params(state.natural[f.key])
+    d = f.dim
+    df = p["dof"] + 1.0 - d
+    scale = np.sqrt(np.diagonal(np.linalg.inv(p["scale"]), axis1=-2, axis2=-1)
+                    * ((1.0 + p["beta"]) / (df * p["beta"]))[..., None])  # (components, D)
+    cells = int(np.prod(f.plate.shape, dtype=np.int64))
+    index = np.broadcast_to(f.read.index, f.plate.shape + f.read.index.shape[-1:]).reshape(cells, -1)[at]
+    weights = np.broadcast_to(f.weights(state), f.plate.shape + index.shape[-1:]).reshape(cells, -1)[at]
+    def per_coordinate(a):  # (rows, C, D) -> (rows·D, C)
+        return np.swapaxes(a, 1, 2).reshape(-1, a.shape[1])
+    params = (per_coordinate(np.broadcast_to(df[index][..., None], index.shape + (d,))),
+              per_coordinate(p["mean"][index]), per_coordinate(scale[index]))
+    return Mixture(stats.t, np.repeat(weights, d, axis=0), params, False)
+
+
 def _offset(f) -> int:
     return 0 if f.model.variables[f.factor.target.name].elem == "cat" else 1
 
@@ -163,6 +190,8 @@ def response_mixture(problem, state, name: str):
         return _categorical(f, state, at)
     if f.factor.dist.name == "OrderedLogistic":
         return _ordinal(f, state, at)
+    if type(f).__name__ == "JointGaussian":
+        return _student(problem, f, state, at)
     if type(f).__name__ == "GLMFactor":
         weights, dist, params, discrete = _glm(f, state)
     else:
