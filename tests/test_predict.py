@@ -401,3 +401,25 @@ def test_an_ordinal_predictive_is_the_expected_cumulative_logit_difference():
     empty = rows.assign(rating=np.nan)
     pred = post.predict(empty)
     np.testing.assert_allclose(pred["rating"]["mean"], probs @ np.arange(1, 6), rtol=1e-8)
+
+
+def test_a_softmax_response_is_predicted_by_the_average_class_probabilities():
+    """y ~ Categorical(softmax(w @ x[n])), q(w[k]) = N(m_k, Σ_k) per class: η_k = w[k]·x is
+    N(x·m_k, xᵀΣ_k x) independently across classes, and P(y = k) = E[softmax(η)_k], checked by
+    400,000 draws of η; the score is the log of the observed class's probability."""
+    post = _fit("multinomial_logistic", "models/multinomial_logistic.csv")
+    rows = pd.read_csv("models/multinomial_logistic.csv").iloc[::40]
+    x = rows[["intercept", "sepal_length", "sepal_width", "petal_length", "petal_width"]].to_numpy()
+    params = post["w"].family.params(post["w"].natural)
+    cov = np.linalg.inv(params["precision"])
+    m = x @ params["mean"].T
+    v = np.einsum("nd,kde,ne->nk", x, cov, x)
+    rng = np.random.default_rng(0)
+    eta = m[:, None, :] + np.sqrt(v)[:, None, :] * rng.standard_normal((len(x), 400_000, 3))
+    probs = special.softmax(eta, axis=-1).mean(axis=1)
+    levels = sorted(pd.read_csv("models/multinomial_logistic.csv")["species"].unique())
+    observed = np.searchsorted(levels, rows["species"].to_numpy())
+    score = post.score(rows)
+    np.testing.assert_allclose(np.exp(score.rows), probs[np.arange(len(x)), observed], rtol=0, atol=2e-3)
+    pred = post.predict(rows.assign(species=np.nan))
+    np.testing.assert_allclose(pred["y"]["mean"], probs @ np.arange(1, 4), rtol=0, atol=5e-3)

@@ -79,10 +79,12 @@ def _hold(problem, held: dict) -> None:
         categorical = (type(f).__name__ == "ConjugateFactor" and f.factor.dist.name == "Categorical"
                        and len(set(f.reads) - {name, selector}) == 1)  # probabilities from one Dirichlet
         student = type(f).__name__ == "JointGaussian" and np.all(np.asarray(f.scale) == 1.0)
+        categorical = categorical or type(f).__name__ == "SoftmaxFactor"
         if not (categorical or student) and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)):
             raise ModelError("E352", f"`{name}` has cells to predict, but this version computes the predictive of "
                              "scalar Bernoulli, Binomial, Poisson, Normal and OrderedLogistic responses, of "
-                             "Categorical responses of a Dirichlet, and of MvNormal responses of a @joint group",
+                             "Categorical responses of a Dirichlet or a softmax, and of MvNormal responses of a "
+                             "@joint group",
                              span=f.factor.span, hint=f"give every cell of `{name}` in the new data")
         if mask.ndim > 1 and mask.size and f.target.index.size != mask.size:  # a vector per row: whole rows
             if np.any(mask.any(axis=1) != mask.all(axis=1)):

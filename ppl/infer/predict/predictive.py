@@ -10,6 +10,8 @@
 - `x ~ MvNormal(mu[z], Lambda[z])` with `@joint` (mu, Lambda): per component the Student-t of
   Bishop (10.81), df ν + 1 − D, precision L = df β/(1 + β) W; each coordinate of an empty row
   gets its marginal, a univariate t of scale √(L⁻¹)_dd, mixed by q(z) (`_student`).
+- `y ~ Categorical(softmax(η))`: the class probabilities averaged over q(η) by the factor's own
+  rule (`SoftmaxFactor.predictive`: per-class quadrature, or the sticks under `bound:stick`).
 - `y ~ OrderedLogistic(η, cut)`: P(y = k) = E_q[σ(φ_k − η) − σ(φ_{k−1} − η)], Gauss–Hermite over
   η's margin, as a `CategoricalMixture` whose components are the nodes.
 - `y ~ Normal(η, τ)` with η linear in Gaussian variables: N(y; m, v + 1/τ) exactly for a known
@@ -186,6 +188,9 @@ def response_mixture(problem, state, name: str):
     order = f.target.gather(np.arange(elements, dtype=float).reshape(-1, 1)).reshape(-1)[:cells].astype(np.int64)
     at = np.empty(elements, dtype=np.int64)
     at[order] = np.arange(cells)
+    if type(f).__name__ == "SoftmaxFactor":  # E_q[softmax(η)], the factor's own average over q(η)
+        probs = f.predictive(state, np.ones(f.y.shape, dtype=bool))
+        return CategoricalMixture(np.ones((elements, 1)), probs[at][:, None, :], _offset(f))
     if f.factor.dist.name == "Categorical":
         return _categorical(f, state, at)
     if f.factor.dist.name == "OrderedLogistic":
