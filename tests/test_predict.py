@@ -423,3 +423,22 @@ def test_a_softmax_response_is_predicted_by_the_average_class_probabilities():
     np.testing.assert_allclose(np.exp(score.rows), probs[np.arange(len(x)), observed], rtol=0, atol=2e-3)
     pred = post.predict(rows.assign(species=np.nan))
     np.testing.assert_allclose(pred["y"]["mean"], probs @ np.arange(1, 4), rtol=0, atol=5e-3)
+
+
+def test_conjugate_count_responses_get_their_exact_predictive():
+    """θ ~ Beta: P(y* = 1) = a/(a + b). λ ~ Gamma(a, b), y ~ Poisson(λ): the negative binomial
+    p(y*) = Γ(a + y)/(Γ(a) y!) (b/(b + 1))^a (1/(b + 1))^y, mean a/b, variance a/b + a/b²."""
+    post = _fit("beta_bernoulli", "models/beta_bernoulli.csv")
+    q = post["theta"].family.params(post["theta"].natural)
+    score = post.score({"y": np.array([1, 0])})
+    np.testing.assert_allclose(np.exp(score.rows), [q["a"] / (q["a"] + q["b"]), q["b"] / (q["a"] + q["b"])], rtol=1e-12)
+    post = _fit("gamma_poisson", "models/gamma_poisson.csv")
+    q = post["lambda"].family.params(post["lambda"].natural)
+    a, b = q["shape"], q["rate"]
+    y = np.array([0, 3, 9])
+    expected = special.gammaln(a + y) - special.gammaln(a) - special.gammaln(y + 1) + a * np.log(b / (b + 1)) \
+        - y * np.log(b + 1)
+    np.testing.assert_allclose(post.score({"y": y}).rows, expected, rtol=1e-10)
+    pred = post.predict({"y": np.full(2, np.nan)})
+    np.testing.assert_allclose(pred["y"]["mean"], a / b, rtol=1e-12)
+    np.testing.assert_allclose(pred["y"]["sd"], np.sqrt(a / b + a / b ** 2), rtol=1e-12)

@@ -70,6 +70,7 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
 
 def _hold(problem, held: dict) -> None:
     """Zero weight, in its factor, for every held-out cell of a response."""
+    from ppl.infer.predict.predictive import conjugate_parameter
     for f in problem.factors:
         name = f.factor.target.name
         mask = held.get(name)
@@ -79,10 +80,12 @@ def _hold(problem, held: dict) -> None:
         categorical = (type(f).__name__ == "ConjugateFactor" and f.factor.dist.name == "Categorical"
                        and len(set(f.reads) - {name, selector}) == 1)  # probabilities from one Dirichlet
         student = type(f).__name__ == "JointGaussian" and np.all(np.asarray(f.scale) == 1.0)
-        categorical = categorical or type(f).__name__ == "SoftmaxFactor"
+        categorical = categorical or type(f).__name__ == "SoftmaxFactor" or (
+            type(f).__name__ == "ConjugateFactor" and conjugate_parameter(problem, f) is not None)
         if not (categorical or student) and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)):
             raise ModelError("E352", f"`{name}` has cells to predict, but this version computes the predictive of "
-                             "scalar Bernoulli, Binomial, Poisson, Normal and OrderedLogistic responses, of "
+                             "scalar Bernoulli, Binomial, Poisson (of a link, a Beta or a Gamma), Normal and "
+                             "OrderedLogistic responses, of "
                              "Categorical responses of a Dirichlet or a softmax, and of MvNormal responses of a "
                              "@joint group",
                              span=f.factor.span, hint=f"give every cell of `{name}` in the new data")

@@ -30,6 +30,7 @@ import numpy as np
 from scipy import special, stats
 
 from ppl.infer.linear import margin
+from ppl.lang import ast
 
 NODES = 96  # Gauss–Hermite nodes over a Gaussian margin: E[σ(η)] to 1e-12 for sd(η) up to 4
 GAMMA_NODES = 48  # Gauss–Legendre nodes over the quantiles of a Gamma precision (`_gamma_nodes`)
@@ -197,13 +198,46 @@ def response_mixture(problem, state, name: str):
         return _ordinal(f, state, at)
     if type(f).__name__ == "JointGaussian":
         return _student(problem, f, state, at)
-    if type(f).__name__ == "GLMFactor":
+    if type(f).__name__ == "ConjugateFactor":
+        weights, dist, params, discrete = _conjugate(problem, f, state)
+    elif type(f).__name__ == "GLMFactor":
         weights, dist, params, discrete = _glm(f, state)
     else:
         weights, dist, params, discrete = _gaussian(f, state)
     weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, *(p.shape for p in params)))
     flat = [np.broadcast_to(a, weights.shape).reshape(cells, -1) for a in (weights,) + params]
     return Mixture(dist, flat[0][at], tuple(p[at] for p in flat[1:]), discrete)
+
+
+CONJUGATE = {("Bernoulli", "Beta"), ("Binomial", "Beta"), ("Poisson", "Gamma")}  # (response, its parameter's q)
+
+
+def conjugate_parameter(problem, f):
+    """The latent parameter `p` of `y ~ Bernoulli(p)`, `Binomial(n, p)` or `Poisson(p)` read bare,
+    with a Beta or Gamma q (components selected by a latent category allowed), else None."""
+    selector = f.selector.name if f.selector is not None else None
+    names = set(f.reads) - {f.factor.target.name, selector}
+    role = "rate" if f.factor.dist.name == "Poisson" else "p"
+    name = next(iter(names)) if len(names) == 1 else None
+    expr = f.args.get(role)
+    bare = isinstance(expr, ast.Name) or (isinstance(expr, ast.Index) and isinstance(expr.base, ast.Name))
+    if name is None or not bare or (expr.id if isinstance(expr, ast.Name) else expr.base.id) != name:
+        return None
+    return name if (f.factor.dist.name, problem.families[name].name) in CONJUGATE else None
+
+
+def _conjugate(problem, f, state):
+    """Components of a conjugate response: Bernoulli(E[p]), the beta-binomial, or the negative
+    binomial of a Gamma rate (shape a, success probability b/(b + 1)), weighted by q(z)."""
+    name = conjugate_parameter(problem, f)
+    p = problem.families[name].params(f.reads[name][0].gather(state.natural[name]))
+    weights = f.weights(state)
+    if f.factor.dist.name == "Bernoulli":
+        return weights, stats.bernoulli, (p["a"] / (p["a"] + p["b"]),), True
+    if f.factor.dist.name == "Binomial":
+        trials = np.broadcast_to(np.asarray(f.data(f.args["trials"]), dtype=float)[..., None], p["a"].shape)
+        return weights, stats.betabinom, (trials, p["a"], p["b"]), True
+    return weights, stats.nbinom, (p["shape"], p["rate"] / (p["rate"] + 1.0)), True
 
 
 def _glm(f, state):
