@@ -16,6 +16,7 @@ import numpy as np
 from ppl.infer import selection
 from ppl.infer.factors.joint import group_key
 from ppl.infer.marginals import FamilyMarginal, JointDraws
+from ppl.infer.state import NumericalBreakdown
 
 QUANTILES = (0.025, 0.975)
 SUMMARY_COLUMNS = ("variable", "family", "mean", "sd", "q2.5", "q97.5")
@@ -241,7 +242,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
     components = {s: {v: a for v, a in members.items() if v in marginals}
                   for s, members in mixture_components(model).items() if s in marginals}
     data = problem.dataset.arrays
-    shapes = {n: draw_shape(m) for n, m in marginals.items()} | {n: np.shape(v) for n, v in data.items()}
+    shapes = {n: _draw_shape(n, m) for n, m in marginals.items()} | {n: np.shape(v) for n, v in data.items()}
     dims, coords = dims_and_coords(model, problem.dataset, shapes, components)
     scopes = {name: analysis.scopes.get(name, ("data",))[0] for name in marginals}
     observed = tuple(n for n in data if model.factors_of(n))
@@ -277,6 +278,15 @@ def _priors(problem, state, q: dict) -> dict:
         if own and len(own[0].reads.get(name, ())) == 1:  # the statement reads its target once
             priors[name] = np.asarray(own[0].message(state, name)).reshape(marginal.natural.shape)
     return priors
+
+
+def _draw_shape(name: str, marginal) -> tuple:
+    """`draw_shape`, a q whose precision is not positive definite in floating point (a constant
+    near 1e300 read through a Woodbury solve, which never factors it) reported at its variable."""
+    try:
+        return draw_shape(marginal)
+    except np.linalg.LinAlgError:
+        raise NumericalBreakdown(name, "its precision is not positive definite in floating point") from None
 
 
 def draw_shape(marginal) -> tuple:
