@@ -22,8 +22,6 @@ from ppl.diagnostics import DataError, ModelError
 
 HELD = "\0held-out"  # the row-weight key of held-out cells: no plate has this name
 LOCAL_SWEEPS, LOCAL_TOL = 1000, 1e-8  # the E-step sweeps at most, and its relative tolerance
-PREDICTED = ("GLMFactor", "GaussianFactor")  # factors whose predictive ppl.infer.predict.predictive computes
-# (and a ConjugateFactor of a Categorical response: `_hold`)
 
 
 @dataclass
@@ -70,19 +68,13 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
 
 def _hold(problem, held: dict) -> None:
     """Zero weight, in its factor, for every held-out cell of a response."""
-    from ppl.infer.predict.predictive import conjugate_parameter
+    from ppl.infer.predict.predictive import predicted
     for f in problem.factors:
         name = f.factor.target.name
         mask = held.get(name)
         if mask is None or not mask.any():
             continue
-        selector = f.selector.name if f.selector is not None else None
-        categorical = (type(f).__name__ == "ConjugateFactor" and f.factor.dist.name == "Categorical"
-                       and len(set(f.reads) - {name, selector}) == 1)  # probabilities from one Dirichlet
-        student = type(f).__name__ == "JointGaussian" and np.all(np.asarray(f.scale) == 1.0)
-        categorical = categorical or type(f).__name__ == "SoftmaxFactor" or (
-            type(f).__name__ == "ConjugateFactor" and conjugate_parameter(problem, f) is not None)
-        if not (categorical or student) and (type(f).__name__ not in PREDICTED or getattr(f, "dim", 0)):
+        if not predicted(problem, f):
             raise ModelError("E352", f"`{name}` has cells to predict, but this version computes the predictive of "
                              "scalar Bernoulli, Binomial, Poisson (of a link, a Beta or a Gamma), Normal and "
                              "OrderedLogistic responses, of "

@@ -73,18 +73,16 @@ class Mixture:
     def quantile(self, q: float) -> np.ndarray:
         """The smallest value whose CDF reaches q (an integer for a discrete response)."""
         frozen = self._frozen()
-        if not self.discrete:  # the mixture's quantile lies between its components' (a t may lack a variance)
-            lo, hi = np.min(frozen.ppf(min(q, 1e-9)), axis=1), np.max(frozen.isf(min(1 - q, 1e-9)), axis=1)
-        else:
-            mean, sd = frozen.mean(), np.sqrt(frozen.var())
-            lo, hi = np.min(mean - 12 * sd, axis=1), np.max(mean + 12 * sd, axis=1)
         if self.discrete:
-            lo, hi = np.maximum(np.floor(lo), 0.0), np.ceil(hi) + 1
+            mean, sd = frozen.mean(), np.sqrt(frozen.var())
+            lo, hi = np.maximum(np.floor(np.min(mean - 12 * sd, axis=1)), 0.0), np.ceil(np.max(mean + 12 * sd, axis=1)) + 1
             while np.any(hi > lo):
                 mid = np.floor((lo + hi) / 2)
                 reached = self.cdf(mid) >= q
                 hi, lo = np.where(reached, mid, hi), np.where(reached, lo, mid + 1)
             return hi
+        # the mixture's quantile lies between its components' own (a t may lack a variance)
+        lo, hi = np.min(frozen.ppf(min(q, 1e-9)), axis=1), np.max(frozen.isf(min(1 - q, 1e-9)), axis=1)
         for _ in range(_CONTINUOUS_STEPS):
             mid = (lo + hi) / 2
             reached = self.cdf(mid) >= q
@@ -126,12 +124,29 @@ class CategoricalMixture:
         return 1.0 + np.argmax(cumulative >= q - 1e-12, axis=1)
 
 
+def predicted(problem, f) -> bool:
+    """Whether `response_mixture` computes the predictive of factor `f`'s response."""
+    kind = type(f).__name__
+    if kind == "ConjugateFactor":
+        categorical = f.factor.dist.name == "Categorical" and parameter_read(f) is not None
+        return categorical or conjugate_parameter(problem, f) is not None
+    if kind == "JointGaussian":
+        return bool(np.all(np.asarray(f.scale) == 1.0))
+    return kind == "SoftmaxFactor" or (kind in ("GLMFactor", "GaussianFactor") and not getattr(f, "dim", 0))
+
+
+def parameter_read(f) -> str | None:
+    """The one latent a response's factor reads besides the response and its selector (the p of
+    `Categorical(p)`, `Bernoulli(p)`), or None."""
+    selector = f.selector.name if f.selector is not None else None
+    names = set(f.reads) - {f.factor.target.name, selector}
+    return next(iter(names)) if len(names) == 1 else None
+
+
 def _categorical(f, state, at) -> CategoricalMixture:
     """`y ~ Categorical(p)`, p a Dirichlet read by the factor: E[p_j] = α_j / Σ α_j from q, the
     components weighted by the selector's q (ones without one); cells put in element order `at`."""
-    target = f.factor.target.name
-    selector = f.selector.name if f.selector is not None else None
-    name = next(n for n in f.reads if n not in (target, selector))
+    name = parameter_read(f)
     alpha = f.reads[name][0].gather(state.natural[name]) + 1.0
     probs = alpha / alpha.sum(axis=-1, keepdims=True)
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
@@ -215,11 +230,8 @@ CONJUGATE = {("Bernoulli", "Beta"), ("Binomial", "Beta"), ("Poisson", "Gamma")} 
 def conjugate_parameter(problem, f):
     """The latent parameter `p` of `y ~ Bernoulli(p)`, `Binomial(n, p)` or `Poisson(p)` read bare,
     with a Beta or Gamma q (components selected by a latent category allowed), else None."""
-    selector = f.selector.name if f.selector is not None else None
-    names = set(f.reads) - {f.factor.target.name, selector}
     role = "rate" if f.factor.dist.name == "Poisson" else "p"
-    name = next(iter(names)) if len(names) == 1 else None
-    expr = f.args.get(role)
+    name, expr = parameter_read(f), f.args.get(role)
     bare = isinstance(expr, ast.Name) or (isinstance(expr, ast.Index) and isinstance(expr.base, ast.Name))
     if name is None or not bare or (expr.id if isinstance(expr, ast.Name) else expr.base.id) != name:
         return None
