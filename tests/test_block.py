@@ -18,6 +18,8 @@ from scipy.stats import multivariate_normal
 import ppl
 from ppl.infer import ElboDecreaseWarning
 
+from model_texts import HIERARCHY as CONJUGATE  # conjugate, so VMP is coordinate ascent
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 NUTS = ROOT / "tests" / "fixtures" / "hierarchical_logistic_nuts.json"
@@ -40,22 +42,6 @@ for n in 1..N {
 }
 """
 
-# the same hierarchy with Gamma precisions: conjugate, so VMP is coordinate ascent
-CONJUGATE = """
-data g: cat(G)[N]
-data x: real[N]
-data y: real[N]
-mu ~ Normal(0, 1)
-tau ~ Gamma(2, 1)
-noise ~ Gamma(2, 1)
-w ~ Normal(0, 1)
-for k in 1..G {
-  a[k] ~ Normal(mu, tau)
-}
-for n in 1..N {
-  y[n] ~ Normal(a[g[n]] + w * x[n], noise)
-}
-"""
 
 
 # the same with two fixed effects as one MvNormal vector, contracted with the rows of X

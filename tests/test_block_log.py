@@ -16,6 +16,8 @@ from ppl.infer import Options, build_problem, run
 from ppl.infer.initialise import initialise
 from ppl.infer.tilted import tilted_mean, tilted_square
 
+from model_texts import HIERARCHY as HIERARCHY_GAMMA
+
 TIGHT = {"tol": 1e-12, "mean_tol": 1e-9, "max_iter": 3000}
 
 # y[n] ~ N(a[g[n]], noise) with known noise; a[k] ~ N(mu, tau), tau ~ Gamma(2, 1)
@@ -35,22 +37,8 @@ block (mu, a, tau)
 """
 
 # every kind of term: a scaled log precision, a data target with a fixed effect, two precisions
-NOISY = """
-data g: cat(G)[N]
-data x: real[N]
-data y: real[N]
-mu ~ Normal(0, 1)
-w ~ Normal(0, 1)
-tau ~ Gamma(2, 1.5)
-noise ~ Gamma(3, 1)
-for k in 1..G {
-  a[k] ~ Normal(mu, 2.0 * tau)
-}
-for n in 1..N {
-  y[n] ~ Normal(a[g[n]] + w * x[n] + 0.3, noise)
-}
-block (mu, w, a, tau, noise)
-"""
+NOISY = HIERARCHY_GAMMA.replace("Normal(mu, tau)", "Normal(mu, 2.0 * tau)").replace(
+    "w * x[n]", "w * x[n] + 0.3") + "block (mu, w, a, tau, noise)\n"
 
 
 def tiny_data(seed=0, groups=3, rows=7):
@@ -241,7 +229,7 @@ def test_the_fixed_point_is_the_optimal_gaussian_and_close_to_the_exact_posterio
     assert apart.elbo < result.elbo - 1e-3
 
 
-def test_the_report_gives_the_log_normal_marginal_of_tau():
+def test_the_report_gives_the_log_normal_marginal_of_tau(tmp_path):
     data, _ = tiny_data(2)
     result, mean, cov = _block_q(HIERARCHY, data)
     post = ppl.compile(HIERARCHY).infer(data, seed=0, **TIGHT)
@@ -254,6 +242,9 @@ def test_the_report_gives_the_log_normal_marginal_of_tau():
     assert float(np.ravel(median)[0]) == pytest.approx(np.exp(m_u), rel=1e-6)
     draws = post["tau"].draws(20000, np.random.default_rng(0))
     assert np.all(draws > 0) and np.mean(np.log(draws)) == pytest.approx(m_u, abs=4 * np.sqrt(s_uu / 20000))
+    post.save(tmp_path / "post.json")  # a saved posterior keeps the log-normal q
+    loaded = ppl.Posterior.load(tmp_path / "post.json")
+    assert loaded["tau"].name == "LogNormal" and loaded["tau"].sd == pytest.approx(post["tau"].sd, rel=1e-12)
 
 
 def test_all_takes_the_gamma_precisions_that_qualify():
