@@ -289,3 +289,25 @@ def test_a_missing_value_under_a_log_precision_is_refused():
     with pytest.raises(ppl.ModelError) as info:
         ppl.compile(text).infer(data, max_iter=2)
     assert info.value.code == "E633" and "`y`" in str(info.value)
+
+
+def test_the_searched_step_never_lowers_the_block_objective():
+    """At the fixed point every step away lowers the objective, so the search halves down to
+    its floor and keeps λ; from the start the natural-gradient step rises."""
+    from ppl.infer.block_step import local_objective, searched_step
+    data, _ = tiny_data(2)
+    problem = _problem(HIERARCHY, data)
+    key = problem.searched[0]
+    result = run(problem, Options(seed=0, **TIGHT))
+    state, layout = result.state, problem.families[key].layout
+    best = state.natural[key]
+    before = local_objective(problem, state, key)
+    away = best + 0.5 * (_random_block(layout, np.random.default_rng(1))[None, :] - best)
+    assert searched_step(problem, state, key, away, 1.0) == 0.0
+    np.testing.assert_array_equal(state.natural[key], best)
+    assert local_objective(problem, state, key) == before
+    start = initialise(problem, np.random.default_rng(0))
+    first = local_objective(problem, start, key)
+    total = sum(f.message(start, key) for f in problem.neighbours[key])
+    step = searched_step(problem, start, key, total, 1.0)
+    assert step > 0 and local_objective(problem, start, key) > first
