@@ -94,7 +94,7 @@ def log_member_error(model, name: str, members) -> ModelError | None:
         if factor.dist.name != "Normal" or precision is None or not _scaled_read(precision, name, model) or \
                 any(forms.reads(e, name) for role, e in args.items() if role != "precision"):
             return ModelError("E631", f"`{factor.name}` reads block member `{name}` other than as the precision "
-                              "of a Normal statement (`Normal(m, {name})` or data times it)", span=factor.span,
+                              f"of a Normal statement (`Normal(m, {name})` or data times it)", span=factor.span,
                               hint=hint)
         outside = sorted((latent - {name}) - set(members))
         target = model.variables[factor.target.name]
