@@ -17,6 +17,7 @@ draws, with "rhat_max", "ess_min", "draws", "command", "numpyro_version", "jax_v
 
     python3 benchmarks/nuts_reference.py [--model breast_cancer|hierarchical_logistic] [--seed 0]
                                          [--warmup 2000] [--samples 4000] [--chains 4] [--out PATH]
+                                         [--conditional VAR:GIVEN]
 
 Needs `pip install numpyro` (with jax). Under a minute each on 2 CPUs.
 """
@@ -88,6 +89,9 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=4000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--conditional", action="append", default=[], metavar="VAR:GIVEN",
+                        help="also print the sd of VAR within each quartile of GIVEN's draws (e.g. mu_b:tau_b: "
+                             "how the spread of a population mean follows its precision, the funnel)")
     args = parser.parse_args(argv)
     out = args.out or FIXTURES / f"{args.model}_nuts.json"
 
@@ -132,6 +136,8 @@ def main(argv=None) -> int:
     print(f"{'':>8} {'mean':>9} {'sd':>7} {'R-hat':>7} {'ESS':>7}")
     for j, name in enumerate(names):
         print(f"{name:>8} {mean[j]:9.4f} {sd[j]:7.4f} {rhat[j]:7.4f} {ess[j]:7.0f}")
+    for spec in args.conditional:
+        print(conditional_spread(flat, names, *spec.split(":")))
     if rhat.max() >= 1.01 or ess.min() <= 1000:
         print("WARNING: R-hat >= 1.01 or ESS <= 1000: run longer (--samples) before using this reference",
               file=sys.stderr)
@@ -164,6 +170,18 @@ def main(argv=None) -> int:
     tmp.replace(out)
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
+
+
+def conditional_spread(flat, names, var: str, given: str) -> str:
+    """The sd of `var` within each quartile of `given` and `var`'s excess kurtosis: a Gaussian q
+    over (var, log given) has one conditional sd whatever `given` is."""
+    x, z = flat[:, names.index(var)], flat[:, names.index(given)]
+    edges = np.quantile(z, [0, 0.25, 0.5, 0.75, 1])
+    sds = [x[(z >= lo) & (z <= hi)].std(ddof=1) for lo, hi in zip(edges[:-1], edges[1:])]
+    kurtosis = np.mean((x - x.mean()) ** 4) / x.var() ** 2 - 3
+    iqr = np.subtract(*np.quantile(x, [0.75, 0.25])) / 1.349  # the sd a Normal with this bulk would have
+    return (f"sd of {var} within the quartiles of {given} (low to high): {', '.join(f'{s:.3f}' for s in sds)}; "
+            f"sd {x.std(ddof=1):.3f}, interquartile range / 1.349 {iqr:.3f}, excess kurtosis {kurtosis:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Small models several test files use as material (a mixture, a Markov chain, a logistic regression,
-a softmax regression on three iris columns, LDA), and `with_weight` to give one row weights."""
+a softmax regression on three iris columns, LDA, a Normal–Gamma hierarchy), and `with_weight` to give one row weights."""
 
 MIXTURE = """
 const K = 6
@@ -64,3 +64,21 @@ for t in 1..N {
 def with_weight(text: str, line: str = "data count: weight[N]") -> str:
     """`text` with a row weight declared first."""
     return line + "\n" + text
+
+
+# a Normal–Gamma hierarchy with a fixed effect: y[n] = a[g[n]] + w x[n] + noise
+HIERARCHY = """
+data g: cat(G)[N]
+data x: real[N]
+data y: real[N]
+mu ~ Normal(0, 1)
+tau ~ Gamma(2, 1)
+noise ~ Gamma(2, 1)
+w ~ Normal(0, 1)
+for k in 1..G {
+  a[k] ~ Normal(mu, tau)
+}
+for n in 1..N {
+  y[n] ~ Normal(a[g[n]] + w * x[n], noise)
+}
+"""

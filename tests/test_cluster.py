@@ -171,6 +171,16 @@ def test_errors_found_across_files_name_the_file(client, tmp_path, text, first, 
     assert (info.value.code, info.value.row) == (code, row) and info.value.source_name.endswith("b.csv")
 
 
+def test_a_block_with_a_gamma_member_is_refused_on_a_cluster(client, tmp_path):
+    frame = pd.read_csv("models/hierarchical_logistic.csv")
+    for i, sites in enumerate(np.array_split(np.sort(frame.site.unique()), 2)):
+        frame[frame.site.isin(sites)].to_csv(tmp_path / f"part{i}.csv", index=False)
+    model = ppl.load("models/hierarchical_logistic.vim")
+    with pytest.raises(ppl.ModelError) as info:
+        model.infer(str(tmp_path / "*.csv"), client=client, gaussian_block="all")
+    assert info.value.code == "E634" and "`tau_a`" in str(info.value) and info.value.span is not None
+
+
 @pytest.mark.parametrize("data, options, code", [
     ("nothing/*.csv", {"client": True}, "E361"),
     ("models/*.csv", {}, "E363"),

@@ -64,6 +64,13 @@ def global_terms(problem, state, plan, data: set) -> tuple:
 
 def run_batch(problem, options, rng, progress, start, cluster):
     """`engine.Run` of batch VMP over `cluster`'s partitions (a `ClusterSource`)."""
+    if problem.searched:  # its step is searched on the block's ELBO terms, held by the partitions
+        from ppl.diagnostics import ModelError
+        block = next(b for b in problem.analysis.gaussian if b.key == problem.searched[0])
+        member = block.logs(problem.model)[0]
+        raise ModelError("E634", f"the Gaussian block {block.key} has Gamma member `{member}`: its searched Newton "
+                         "step runs in one process, not on a cluster", span=problem.model.variables[member].span,
+                         hint=f"run in one process, or leave `{member}` out of the block (its Gamma q)")
     from ppl.infer.convergence import Monitor
     from ppl.infer.engine import ElboDecreaseWarning, Run, _damp
     plan = plan_for(problem.model, problem.scopes, problem.latent, problem.schedule.span, problem.analysis.chains)

@@ -15,6 +15,7 @@ from .categorical_chain import CategoricalChain
 from .dirichlet import Dirichlet
 from .exponential import Exponential
 from .gamma import Gamma
+from .lognormal import LogNormal
 from .multinomial import Multinomial
 from .mvnormal import MvNormal
 from .normal import Normal
@@ -33,6 +34,7 @@ __all__ = [
     "Dirichlet",
     "Exponential",
     "Gamma",
+    "LogNormal",
     "Multinomial",
     "MvNormal",
     "Normal",

@@ -68,21 +68,23 @@ def layout_for(block, model, env, scopes: dict):
     return ArrowLayout(corner, groups, width), placements, group_plate
 
 
-def describe(block, layout_and_more) -> str:
-    """What `ppl check` says of a block's layout."""
+def describe(block, layout_and_more, logs=()) -> str:
+    """What `ppl check` says of a block's layout (`logs`: its Gamma members)."""
     if layout_and_more is None:
         return f"{block.reason}: too large for one block (over {MAX_DENSE} dense coordinates): mean field"
     layout, placements, plate = layout_and_more
     groups = f" + {layout.groups} groups ({plate}) × {layout.local}" if layout.groups else ""
+    logs = (f"; {', '.join(logs)} through {'their logarithms' if len(logs) > 1 else 'its logarithm'} "
+            "(q(τ) log-normal, Newton steps)") if logs else ""
     return (f"one Gaussian q of dimension {layout.dim} = {layout.corner} global{groups}; arrow-shaped precision, "
-            f"solved in O(groups) ({block.reason})")
+            f"solved in O(groups){logs} ({block.reason})")
 
 
 def describe_blocks(model, dataset, analysis) -> list[str]:
     """`describe` of every block of `analysis` on `dataset`."""
     from ppl.infer.plates import Environment
     env = Environment(model, dataset)
-    return [describe(b, layout_for(b, model, env, analysis.scopes)) for b in analysis.gaussian]
+    return [describe(b, layout_for(b, model, env, analysis.scopes), b.logs(model)) for b in analysis.gaussian]
 
 
 class BlockFamily:
@@ -134,7 +136,7 @@ class BlockFamily:
                 at = place.coordinates(np.arange(place.elements))
                 mean, cov = sol.mean_c[at], sol.cov_cc[at[:, :, None], at[:, None, :]]
             family = self.members[name]
-            if family.name == "Normal":
+            if family.name in ("Normal", "LogNormal"):  # a LogNormal member: u = log τ's Normal
                 state.set(name, family.natural(mean=mean[:, 0], precision=1.0 / cov[:, 0, 0]))
             else:
                 state.set(name, family.natural(mean=mean, precision=np.linalg.inv(cov)))
@@ -199,14 +201,21 @@ class BlockRows:
                 + 2 * np.einsum("pi,pij,pj->p", self.cl, cov_lc, self.cg)
                 + np.einsum("pi,pij,pj->p", self.cl, cov_ll, self.cl))
 
-    def message(self, tau: np.ndarray, target: np.ndarray) -> np.ndarray:
+    def cross(self, sol, at: int) -> np.ndarray:
+        """Cov[c_pᵀ z, z_at] per element, for a corner coordinate `at` (a log precision's u)."""
+        cov_lc = np.concatenate([sol.cov_lc[:, :, at], np.zeros((1, self.layout.local))])[self.group]
+        return self.cg @ sol.cov_cc[:, at] + np.sum(self.cl * cov_lc, axis=1)
+
+    def message(self, tau: np.ndarray, target: np.ndarray, corner: np.ndarray | None = None) -> np.ndarray:
         """The natural parameter of Π_p N(target_p | c_pᵀ z, 1/tau_p) in z: h = Σ τ t c,
-        J = Σ τ c cᵀ, summed into the arrow's blocks (one sparse product per block kind)."""
+        J = Σ τ c cᵀ, summed into the arrow's blocks (one sparse product per block kind);
+        `corner` (P, c) replaces the rows' corner coefficients."""
         g, l, c = self.layout.groups, self.layout.local, self.layout.corner
+        cg = self.cg if corner is None else corner
         wt = tau * target
-        h_c = self.cg.T @ wt
+        h_c = cg.T @ wt
         h_l = (self.by_group @ (self.cl * wt[:, None]))[:g]
-        a = (self.cg.T * tau) @ self.cg
+        a = (cg.T * tau) @ cg
         d = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cl[:, None, :]).reshape(tau.size, l * l))
-        b = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * self.cg[:, None, :]).reshape(tau.size, l * c))
+        b = (self.by_group @ (tau[:, None, None] * self.cl[:, :, None] * cg[:, None, :]).reshape(tau.size, l * c))
         return self.layout.pack(h_c, h_l, a, d[:g].reshape(g, l, l), b[:g].reshape(g, l, c))[None, :]

@@ -3,6 +3,7 @@ their members, and the latent list with each block in place of its members."""
 
 from __future__ import annotations
 
+from ppl.families import LogNormal
 from ppl.graph import forms
 from ppl.infer.block import BlockFamily, describe, layout_for
 
@@ -17,6 +18,8 @@ def gaussian_families(model, env, analysis, families: dict, shapes: dict):
             notes.append(describe(block, None))
             continue
         layout, placements, _ = placed
+        for name in block.logs(model):  # in the block as u = log τ: q(τ) is log-normal
+            families[name] = LogNormal()
         families[block.key] = BlockFamily(block.key, layout, placements, {m: families[m] for m in block.members})
         shapes[block.key] = ()
         blocks[block.key] = block
@@ -38,6 +41,14 @@ def block_runtime(factor, model, env, dataset, families, block, rule):
     GLM likelihood under `rule` = (name, options); E381 for anything else."""
     from ppl.infer.build import GLM_DISTRIBUTIONS
     from ppl.infer.factors.block import BlockGaussian, BlockGLM, refuse
+    logs = block.logs(model)
+    if factor.target.name in logs:
+        from ppl.infer.factors.block_log import BlockLogGamma
+        return BlockLogGamma(factor, model, env, dataset, families, block)
+    precision = factor.args.get("precision")
+    if precision is not None and any(forms.reads(forms.inline(precision, model.definitions), n) for n in logs):
+        from ppl.infer.factors.block_log import BlockLogNormal
+        return BlockLogNormal(factor, model, env, dataset, families, block)
     if rule is not None and factor.dist.name in GLM_DISTRIBUTIONS and factor.target.name not in block.members:
         return BlockGLM(factor, model, env, dataset, families, rule[0], rule[1], block)
     if rule is None and factor.dist.name in ("Normal", "MvNormal"):

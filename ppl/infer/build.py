@@ -64,6 +64,7 @@ class Problem:
     analysis: object = None  # the analyzer's tags and scopes, for binding the model to minibatches
     local: tuple = ()  # local variables, in the order the batch E-step sweeps them
     kernel: object = None  # a fused sweep for a structure it covers (ppl.infer.fused_mixture), or None
+    searched: tuple = ()  # Gaussian blocks with a log precision: Newton steps, searched (ppl.infer.block_step)
 
     @property
     def inner(self) -> int:
@@ -195,7 +196,8 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     stochastic = any(f.samples > 0 or getattr(f, "batch", None) for f in cvi)
     guarded = tuple(sorted({n for f in runtimes if isinstance(f, positive_q) for n in f.reads}))
     notes = tuple(notes)
-    pure = all(t.rule in MONOTONE_RULES for t in analysis.tags)
+    searched = tuple(key for key, b in blocks.items() if b.logs(model))
+    pure = all(t.rule in MONOTONE_RULES for t in analysis.tags) and not searched
     glms = [f for f in runtimes if isinstance(f, (GLMFactor, SoftmaxFactor, SoftmaxVectorFactor))]
     damped = tuple(sorted({n for f in glms if f.rule in DAMPED_RULES for n in f.reads if n in latent}))
     approximate = sorted({f.rule for f in glms if f.rule in APPROXIMATE_RULES})
@@ -207,6 +209,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                       stochastic, pure, damped, guarded, notes, low_rank, scopes,
                       schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
     problem.schedule = block_defaults(problem)
+    problem.searched = searched
     problem.kernel = mixture_kernel(problem)
     return problem
 

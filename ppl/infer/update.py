@@ -26,6 +26,10 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
             state.set(name, *solved)
             return
         total = total.dense()
+    if name in problem.searched:  # a Newton step on a block with a log precision
+        from ppl.infer.block_step import searched_step
+        searched_step(problem, state, name, total, damping)
+        return
     if name in problem.guarded or name in problem.damped:  # no step may leave the parameter space
         total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
     elif damping < 1.0:

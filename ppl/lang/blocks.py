@@ -3,8 +3,9 @@
     block (mu_a, mu_b, a, b)
 
 Mean field keeps q(mu_a) q(a) ... apart; a block keeps their correlations (a hierarchy's
-population mean with its group effects). The members must be latent and drawn from `Normal` or
-`MvNormal` (E276, E277), and a variable belongs to one block at most (E278). What the analyzer and the
+population mean with its group effects), and a Gamma member its precision's correlation with
+them (q(log τ) Gaussian in the block). The members must be latent and drawn from `Normal`,
+`MvNormal` or `Gamma` (E276, E277), and a variable belongs to one block at most (E278). What the analyzer and the
 engine make of a block is `ppl.graph.gaussian_block` and `ppl.infer.factors.block`.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from ppl.diagnostics import ModelError, nearest
 from ppl.lang import ast
 
-MEMBER_DISTRIBUTIONS = ("Normal", "MvNormal")
+MEMBER_DISTRIBUTIONS = ("Normal", "MvNormal", "Gamma")  # a Gamma through its logarithm
 
 
 def check_blocks(items, variables: dict) -> tuple[tuple[str, ...], ...]:
@@ -33,8 +34,8 @@ def check_blocks(items, variables: dict) -> tuple[tuple[str, ...], ...]:
                                  "a block lists latent variables drawn with `~`")
             if var.dist not in MEMBER_DISTRIBUTIONS:
                 raise ModelError("E277", f"`block` member `{name}` is {var.dist}; a Gaussian block joins Normal "
-                                 "and MvNormal variables", span=span,
-                                 hint="Gamma, Wishart and other precisions keep their own q, outside the block")
+                                 "and MvNormal variables, and Gamma precisions through their logarithm", span=span,
+                                 hint="Wishart and other distributions keep their own q, outside the block")
             if name in seen:
                 raise ModelError("E278", f"`{name}` is in a block already (line {seen[name].line})", span=span,
                                  hint="a variable belongs to one block: merge the two lists")
