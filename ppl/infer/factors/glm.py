@@ -38,10 +38,11 @@ from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
 from ppl.infer.linear import LinearBuilder, margin, read_message, rows_of, take_rows
 from ppl.lang import ast
+from ppl.lang.schedule import CVI_KAPPA, CVI_STEP
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
 TRUST = 1e4  # a site may shrink its margin's variance v by this factor at most in one step (τ̃ ≤ TRUST / v)
-DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
+DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = CVI_STEP, CVI_KAPPA  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 FORMS = ("meanfield", "site")
 SMALLEST_SCALE = 1e-150  # the site form's running scale is folded into its sites below this
 
