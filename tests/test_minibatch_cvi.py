@@ -4,7 +4,9 @@
   (the same rows bound alone, as an SVI step binds its groups), for a global and a grouped read;
 - the site form's running sum of its sites' messages equals the sum recomputed from the N
   stored sites, also after its running scale has been folded into the sites;
-- no array the size of the data is allocated by a step's message or ELBO estimate.
+- no array the size of the data is allocated by a step's message or ELBO estimate;
+- with the rows as groups, a step of `schedule cvi(minibatch=B)` (the SVI machinery, which can
+  stream the rows from disk) is a step of `@cvi(minibatch=B)` on the same rows.
 """
 
 import tracemalloc
@@ -125,3 +127,29 @@ def test_a_minibatch_step_allocates_nothing_the_size_of_the_data(annotation):
     finally:
         tracemalloc.stop()
     assert message_peak < rows * 8 / 10 and estimate_peak < rows * 8 / 2
+
+
+def test_a_cvi_schedule_step_over_rows_is_an_annotated_minibatch_step():
+    """With the rows as groups (no locals), one step of `schedule cvi(minibatch=B)` on `@cvi` is
+    one step of `@cvi(minibatch=B)` on the same B rows: λ ← (1 − ρ) λ + ρ (η + (N/B) Σ ĝ_n)."""
+    from ppl.infer.schedule.svi import SVI, Minibatches, step_size
+    from ppl.infer.update import update
+    from ppl.lang.schedule import parse_schedule
+    table = logistic_data()
+    model = ppl.compile(LOGISTIC + " @cvi(samples=0)")
+    dataset = model.bind(table)
+    spec = parse_schedule("cvi(minibatch=40, step=0.5)")
+    svi = SVI(build_problem(model.checked, dataset, model.analyze(dataset), spec), np.random.default_rng(0))
+    start = moved_state(svi.problem).natural["w"]
+    svi.globals = {"w": start.copy()}
+    svi.batches = Minibatches(200, 40, np.random.default_rng(5))
+    rows = np.sort(Minibatches(200, 40, np.random.default_rng(5)).next())
+    svi.step(3)
+
+    problem, factor = bound(LOGISTIC + " @cvi(samples=0, minibatch=40)", table)
+    state = moved_state(problem)
+    state.set("w", start.copy())
+    factor._draw_batch = lambda rng: (rows, 200 / 40)
+    update(problem, state, "w", step_size(spec, 3))
+    np.testing.assert_allclose(svi.globals["w"], state.natural["w"], rtol=1e-10, atol=1e-12)
+    assert np.max(np.abs(svi.globals["w"] - start)) > 1e-2  # a step that moved
