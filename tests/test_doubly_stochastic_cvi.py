@@ -22,12 +22,8 @@ data g: cat(G)[N]
 data y: real[N]
 mu ~ Normal(0, 0.01)
 s ~ Gamma(2.0, 1.0)
-for j in 1..G {
-  a[j] ~ Normal(mu, 1.0)
-}
-for n in 1..N {
-  y[n] ~ Normal(a[g[n]], s)
-}
+a: real[G] ~ Normal(mu, 1.0)
+y ~ Normal(a[g], s)
 """
 GROUPS, ROWS, BATCH, SEED = 12, 90, 4, 7
 START = {"mu": np.array([[1.0, -0.5]]), "s": np.array([[2.0, -1.5]])}  # q(mu) = N(1, 1), q(s) = Gamma(3, 1.5)
@@ -132,12 +128,11 @@ def test_cvi_schedule_options_are_checked(text, code):
 
 
 def test_a_row_minibatch_under_a_stochastic_schedule_is_e600():
-    text = HIERARCHY.replace("data y: real[N]", "data y: bool[N]").replace(
-        "y[n] ~ Normal(a[g[n]], s)", "y[n] ~ Bernoulli(logistic(a[g[n]])) @cvi(minibatch=5)").replace(
-        "s ~ Gamma(2.0, 1.0)\n", "")
+    text = HIERARCHY.replace("data y: real[N]", "data y: bool[N]").replace("s ~ Gamma(2.0, 1.0)\n", "").replace(
+        "y ~ Normal(a[g], s)", "y ~ Bernoulli(logistic(a[g])) @cvi(minibatch=5)")
     table = data()
     table["y"] = (table["y"] > 2).astype(int)
     with pytest.raises(ModelError) as info:
         ppl.compile(text).infer(table, seed=0, schedule=f"cvi(minibatch={BATCH})")
-    assert info.value.code == "E600" and info.value.span.line == 9
+    assert info.value.code == "E600" and info.value.span.line == 6
     assert "schedule cvi(minibatch=4)" in info.value.hint

@@ -21,21 +21,9 @@ from ppl.infer.factors import glm as glm_module
 from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.initialise import initialise
 
-from model_texts import LOGISTIC
+from model_texts import LOGISTIC, LOGISTIC_HIERARCHY
 
-HIERARCHY = """
-data x: real[N]
-data g: cat(G)[N]
-data y: bool[N]
-tau ~ Gamma(2.0, 2.0)
-b ~ Normal(0, 1)
-for k in 1..G {
-  a[k] ~ Normal(0, tau)
-}
-for n in 1..N {
-  y[n] ~ Bernoulli(logistic(a[g[n]] + b * x[n])) ANNOTATION
-}
-"""
+HIERARCHY = LOGISTIC_HIERARCHY + " ANNOTATION\n}\n"
 
 
 def hierarchy_data(n=200, seed=3):
