@@ -12,7 +12,7 @@ That covers linear and hierarchical regression (``a[g[n]] + b * x[n]``), mixture
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -259,12 +259,9 @@ def take_rows(form: LinearForm, rows: np.ndarray):
     (by id) to its restricted read: every moment, margin and message computed from the result
     costs O(|rows|), not O(plate)."""
     reads = {id(a): a.take(rows) for a in form.reads()}
-
-    def term(t: Term) -> Term:
-        return Term(rows_of(t.coef, rows), [reads[id(s)] for s in t.scalars],
-                    reads[id(t.vector)] if t.vector is not None else None, t.contract,
-                    reads[id(t.vector2)] if t.vector2 is not None else None)
-    return LinearForm(rows_of(form.offset, rows), [term(t) for t in form.terms], form.event), reads
+    terms = [replace(t, coef=rows_of(t.coef, rows), scalars=[reads[id(s)] for s in t.scalars],
+                     vector=reads.get(id(t.vector)), vector2=reads.get(id(t.vector2))) for t in form.terms]
+    return LinearForm(rows_of(form.offset, rows), terms, form.event), reads
 
 
 def rows_of(a, rows):
