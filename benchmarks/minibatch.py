@@ -16,6 +16,7 @@ steps against N" of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -101,9 +102,10 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
     lines = ["## Minibatch steps against N\n",
-             f"`python3 benchmarks/minibatch.py`, one BLAS thread; {machine()}; a shared machine, so the "
-             "timings are noisy.\n",
+             f"`python3 benchmarks/minibatch.py`, one BLAS thread; {machine()}; a shared machine (load "
+             f"average {load:.1f} at the start), so the timings are noisy: compare the rows of one run.\n",
              f"A logistic regression with D = {D}. SVI (`schedule svi(batch={BATCH})`): the rows are the "
              f"groups, each step binds {BATCH} of them and sends their NC-VMP message to the weights; "
              f"with `@cvi` on the likelihood and `schedule cvi(minibatch={BATCH})` the same step sends "
@@ -114,7 +116,7 @@ def main(argv=None):
              "(`form=site`) stores N sites but decays them by a running scale and updates the sum of "
              f"their messages by the batch's part. Median of {args.steps} steps; set-up is binding and "
              "indexing all N rows once.\n",
-             "| steps | N rows | set-up (s) | ms per step |", "|---|---|---|---|"]
+             "| step of | N rows | set-up (s) | ms per step |", "|---|---|---|---|"]
     for rows in (int(float(r)) for r in args.rows.split(",")):
         table = data(rows, np.random.default_rng(0))
         for label, (annotation, schedule) in CONTENDERS.items():
