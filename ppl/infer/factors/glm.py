@@ -42,7 +42,6 @@ from ppl.lang.schedule import CVI_KAPPA, CVI_STEP
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
 TRUST = 1e4  # a site may shrink its margin's variance v by this factor at most in one step (τ̃ ≤ TRUST / v)
-DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = CVI_STEP, CVI_KAPPA  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 FORMS = ("meanfield", "site")
 SMALLEST_SCALE = 1e-150  # the site form's running scale is folded into its sites below this
 
@@ -232,9 +231,10 @@ class GLMFactor(FactorRuntime):
     def _site_step(self, state) -> None:
         """Alg. 1: one CVI step on the stored sites whenever q has changed since the last — each
         site decays by 1 − ρ_t and the rows of the step's minibatch (every row without one) gain
-        ρ_t·(N/B)·(τ̃ỹ, τ̃) from the current q (Khan & Lin eqs. 13–14). With a minibatch a step costs O(B): the decay is a running scale, and when the margin
-        reads one latent shared by every row (`X @ w`) the sum of the sites' messages (`_total`)
-        is linear in the sites, so it decays and gains the batch's part likewise."""
+        ρ_t·(N/B)·(τ̃ỹ, τ̃) from the current q (Khan & Lin eqs. 13–14). With a minibatch a step
+        costs O(B): the decay is a running scale, and when the margin reads one latent shared by
+        every row (`X @ w`) the sum of the sites' messages (`_total`) is linear in the sites, so
+        it decays and gains the batch's part likewise."""
         key = self.version_key(state)
         if getattr(self, "_sites_key", None) != key:
             if getattr(self, "_sites_key", (None,))[0] != key[0]:  # a new run (or restart): no sites yet
@@ -333,7 +333,7 @@ def gaussian_site(m, v, g1, g2):
 
 def cvi_step(options) -> tuple[float, float]:
     """(β, κ) of a `@cvi` annotation's step ρ_t = β·t^−κ."""
-    return float(options.get("step", DEFAULT_CVI_STEP)), float(options.get("kappa", DEFAULT_CVI_KAPPA))
+    return float(options.get("step", CVI_STEP)), float(options.get("kappa", CVI_KAPPA))  # Robbins–Monro: κ ∈ (½, 1]
 
 
 def step_size(step: tuple, t: int) -> float:
