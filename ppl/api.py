@@ -93,7 +93,8 @@ class Model:
         schedule : str, optional
             How steps visit the groups, overriding the model's `schedule` statement:
             ``"svi(batch=64)"`` for stochastic VI in minibatches of 64 groups
-            (docs/rules/svi.md); default batch VMP.
+            (docs/rules/svi.md), ``"cvi(minibatch=64, step=0.5)"`` for doubly stochastic CVI
+            (docs/rules/cvi.md); default batch VMP.
         stream : bool, default=False
             With a stochastic schedule and a data file: read the file once to index its groups,
             then read each step's groups only (memory bounded by the minibatch); the posterior

@@ -37,6 +37,20 @@ data y: bool[N]
 w ~ MvNormal(zeros(D), eye(D))
 y ~ Bernoulli(logistic(X @ w))"""
 
+# the same likelihood over groups: a[g] ~ Normal(0, tau) and a slope; the last statement and its
+# loop are left open for a rule annotation (append it, then "\n}")
+LOGISTIC_HIERARCHY = """
+data x: real[N]
+data g: cat(G)[N]
+data y: bool[N]
+tau ~ Gamma(2.0, 2.0)
+b ~ Normal(0, 1)
+for k in 1..G {
+  a[k] ~ Normal(0, tau)
+}
+for n in 1..N {
+  y[n] ~ Bernoulli(logistic(a[g[n]] + b * x[n]))"""
+
 IRIS_SOFTMAX = """
 data x: real[N, D] from (intercept, sepal_length, sepal_width)
 data y: cat(K)[N] from species

@@ -20,7 +20,7 @@ from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.initialise import initialise
 from ppl.infer.plates import rbf
 
-from model_texts import LOGISTIC
+from model_texts import LOGISTIC, LOGISTIC_HIERARCHY
 
 MODELS = __import__("pathlib").Path(__file__).resolve().parents[1] / "models"
 EXACT = "samples=0"
@@ -69,17 +69,7 @@ def test_site_and_mean_field_forms_agree_under_a_fixed_prior(options):
 
 
 def test_site_form_under_a_moving_prior_reaches_the_ncvmp_fixed_point():
-    text = """
-data x: real[N]
-data g: cat(G)[N]
-data y: bool[N]
-tau ~ Gamma(2.0, 2.0)
-b ~ Normal(0, 1)
-for k in 1..G {
-  a[k] ~ Normal(0, tau)
-}
-for n in 1..N {
-  y[n] ~ Bernoulli(logistic(a[g[n]] + b * x[n]))"""
+    text = LOGISTIC_HIERARCHY
     rng = np.random.default_rng(3)
     g = rng.integers(0, 5, 300)
     x = rng.normal(size=300)

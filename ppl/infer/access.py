@@ -43,6 +43,11 @@ class Access:
         self.plate_free = bool(np.all(index == first))
         self.components = first
 
+    def take(self, rows: np.ndarray) -> "Access":
+        """This read on `rows` of the first plate axis alone (a minibatch of a factor's data)."""
+        index = self.index if self.index.shape[0] == 1 else self.index[rows]
+        return Access(self.name, index, self.size, self.selector)
+
     def read(self, state) -> np.ndarray:
         """`gather` of the variable's current moments, reused while the variable is unchanged."""
         key = (id(state), state.versions.get(self.name, 0))

@@ -12,7 +12,7 @@ That covers linear and hierarchical regression (``a[g[n]] + b * x[n]``), mixture
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -229,36 +229,44 @@ def scalar_part(state, term: Term, skip=None):
     return first, second
 
 
-def contraction(state, term: Term, rows=None):
+def contraction(state, term: Term):
     """(E[x], E[x²]) of the contracted vector part of a term: x = cᵀv, or x = Σ_d c_d u_d v_d
-    for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de).
-    `rows`: only those rows of the first plate axis (a minibatch)."""
-    c = _rows(term.coef, rows)
-    mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
+    for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de)."""
+    c = term.coef
+    mean, outer = vector_moments(state, term.vector, _dim(state, term.vector))
     if term.vector2 is None:
         return dot_rows(c, mean), quadratic_rows(c, outer)
-    mean2, outer2 = (_rows(a, rows) for a in vector_moments(state, term.vector2, _dim(state, term.vector2)))
+    mean2, outer2 = vector_moments(state, term.vector2, _dim(state, term.vector2))
     return np.sum(c * mean * mean2, -1), np.einsum("...d,...e,...de,...de->...", c, c, outer, outer2)
 
 
-def term_moments(state, term: Term, rows=None):
-    """Scalar mean: (E[t], E[t²]). Vector-valued: (E[t], E[t tᵀ]). `rows`: only those rows of
-    the first plate axis (a minibatch)."""
-    s1, s2 = (_rows(s, rows) for s in scalar_part(state, term))
-    coef = _rows(term.coef, rows)
+def term_moments(state, term: Term):
+    """Scalar mean: (E[t], E[t²]). Vector-valued: (E[t], E[t tᵀ])."""
+    s1, s2 = scalar_part(state, term)
+    coef = term.coef
     if term.vector is None:
         return coef * s1, coef ** 2 * s2
     if term.contract:
-        x1, x2 = contraction(state, term, rows)
+        x1, x2 = contraction(state, term)
         return x1 * s1, x2 * s2
-    mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
+    mean, outer = vector_moments(state, term.vector, _dim(state, term.vector))
     scale, scale2 = coef * s1, coef ** 2 * s2  # vector-valued term: a scalar times v
     return expand(scale) * mean, expand(expand(scale2)) * outer
 
 
-def _rows(a, rows):
+def take_rows(form: LinearForm, rows: np.ndarray):
+    """`form` on `rows` of the first plate axis alone (a minibatch), and a map from each read
+    (by id) to its restricted read: every moment, margin and message computed from the result
+    costs O(|rows|), not O(plate)."""
+    reads = {id(a): a.take(rows) for a in form.reads()}
+    terms = [replace(t, coef=rows_of(t.coef, rows), scalars=[reads[id(s)] for s in t.scalars],
+                     vector=reads.get(id(t.vector)), vector2=reads.get(id(t.vector2))) for t in form.terms]
+    return LinearForm(rows_of(form.offset, rows), terms, form.event), reads
+
+
+def rows_of(a, rows):
     """`a` restricted to `rows` of the first plate axis; arrays broadcast along it stay whole."""
-    if rows is None or np.ndim(a) < 2 or np.shape(a)[0] == 1:
+    if np.ndim(a) < 2 or np.shape(a)[0] == 1:
         return a
     return a[rows]
 
@@ -297,20 +305,19 @@ def form_moments(state, form: LinearForm):
     return mean, np.einsum("...i,...j->...ij", mean, mean) + spread
 
 
-def margin(state, form: LinearForm, rows=None):
+def margin(state, form: LinearForm):
     """(mean, variance) of a scalar linear form under q: the Gaussian margin η ~ N(m, v) that
-    the non-conjugate rules integrate over (v kept positive for a form with no latent term);
-    `rows` restricts it to those rows of the first plate axis."""
-    mean, spread = _mean_spread(state, form, rows)
+    the non-conjugate rules integrate over (v kept positive for a form with no latent term)."""
+    mean, spread = _mean_spread(state, form)
     return mean, np.maximum(spread, 1e-300)
 
 
-def _mean_spread(state, form: LinearForm, rows=None):
+def _mean_spread(state, form: LinearForm):
     """E[m] and the summed (co)variances of the independent terms."""
-    mean = _rows(form.offset, rows).copy()
+    mean = form.offset.copy()
     spread = 0.0
     for term in form.terms:
-        t1, t2 = term_moments(state, term, rows)
+        t1, t2 = term_moments(state, term)
         mean = mean + t1
         spread = spread + (t2 - (t1 * t1 if not form.event else np.einsum("...i,...j->...ij", t1, t1)))
     return mean, spread
@@ -318,7 +325,6 @@ def _mean_spread(state, form: LinearForm, rows=None):
 
 def _dim(state, access) -> int:
     return state.families[access.name].event_shape[0]
-
 
 
 def read_message(state, form: LinearForm, access, prec, target, factor):

@@ -131,7 +131,7 @@ class BlockGLM(_BlockReads, GLMFactor):
                              "takes every row's site each step", span=factor.span)
         self._attach(block, families[block.key], self.margin)
 
-    def _margin(self, state, rows=None):
+    def _margin(self, state):
         mean_rest, var_rest = margin(state, self.rest)
         b1, bv = self._block_moments(state)
         return mean_rest + b1, var_rest + bv

@@ -36,13 +36,14 @@ from ppl.diagnostics import ModelError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
-from ppl.infer.linear import LinearBuilder, margin, read_message
+from ppl.infer.linear import LinearBuilder, margin, read_message, rows_of, take_rows
 from ppl.lang import ast
+from ppl.lang.schedule import CVI_KAPPA, CVI_STEP
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
 TRUST = 1e4  # a site may shrink its margin's variance v by this factor at most in one step (τ̃ ≤ TRUST / v)
-DEFAULT_CVI_STEP, DEFAULT_CVI_KAPPA = 1.0, 0.6  # ρ_t = β·t^−κ, Robbins–Monro for κ ∈ (½, 1]
 FORMS = ("meanfield", "site")
+SMALLEST_SCALE = 1e-150  # the site form's running scale is folded into its sites below this
 
 # rule -> (likelihood, y, n, m, v) -> (the factor's objective term, g1, g2)
 APPROXIMATIONS = {
@@ -157,30 +158,53 @@ class GLMFactor(FactorRuntime):
         """(ỹ, τ̃): the Gaussian pseudo-observation and precision standing in for each data point."""
         if self.form == "site":
             return self._stored_sites(state)
-        if self.batch is None:
-            m, v, _, g1, g2, _ = self.expectations(state)
-            return gaussian_site(m, v, g1, g2)
-        rows, scale = self._draw_batch(state.rng)
-        target, tau = np.zeros_like(self.y), np.zeros_like(self.y)
-        target[rows], tau_rows = self._fresh_sites(state, rows)
-        tau[rows] = scale * tau_rows
-        return target, tau
+        m, v, _, g1, g2, _ = self.expectations(state)
+        return gaussian_site(m, v, g1, g2)
 
-    def _rows(self, state, rows):
-        """(y, n, m, v) on `rows` of the first plate axis (a minibatch, or `slice(None)`)."""
+    def message(self, state, name: str, factored: bool = False):
+        """The message to `name`. With a minibatch it costs O(B): the mean-field form takes each
+        read's message from the B rows of a fresh batch (eq. 14); the site form keeps the sum of
+        its sites' messages up to date (`_stored_sites`) when that sum is linear in the sites."""
+        if self.batch is None or (self.selector is not None and name == self.selector.name):
+            return super().message(state, name, factored)
+        if self.form == "site":
+            self._site_step(state)
+            return self._total if self._total is not None else super().message(state, name, factored)
+        total = 0.0
+        for access in self.reads.get(name, ()):
+            rows, scale = self._draw_batch(state.rng)
+            form, reads = take_rows(self.margin, rows)
+            target, tau = self._fresh_sites(state, rows, form)
+            total = total + self._rows_message(state, rows, form, reads[id(access)], scale * tau, target, factored)
+        return total
+
+    def _rows_message(self, state, rows, form, access, prec, target, factored=False):
+        """Σ over `rows` of the Gaussian sites' (target, prec) messages to the read `access` of the
+        restricted `form` (`take_rows`), weighted as `message_weights` weights them."""
+        if self.selector is None:
+            weights = np.ones((len(rows),) + self.plate.shape[1:] + (1,))
+        else:
+            weights = self.weights(state)[rows]
+        count = self.count(access.name)
+        if count is not None:
+            weights = weights * rows_of(count, rows)
+        message = read_message(state, form, access, prec, target, self.factor)
+        return access.scatter_weighted(message, weights, factored)
+
+    def _rows(self, state, rows, form=None):
+        """(y, n, m, v) on `rows` of the first plate axis, from the margin's `form` restricted to
+        them (`take_rows`, made here when not given)."""
+        form = take_rows(self.margin, rows)[0] if form is None else form
         y, n = (np.broadcast_to(a, self.y.shape)[rows] for a in (self.y, self.n))
-        return (y, n) + self._margin(state, rows)
+        return (y, n) + margin(state, form)
 
-    def _margin(self, state, rows=None):
-        """(mean, variance) of η under q on `rows` of the first plate axis (all rows when None)."""
-        return margin(state, self.margin, rows)
+    def _margin(self, state):
+        """(mean, variance) of η under q on every row."""
+        return margin(state, self.margin)
 
-    def _fresh_sites(self, state, rows):
+    def _fresh_sites(self, state, rows, form):
         """(ỹ, τ̃) on the rows of a minibatch (first plate axis) from the current q."""
-        if self.batch is None:  # the whole plate: the draws (or quadrature) the ELBO term shares
-            m, v, _, g1, g2, _ = self.expectations(state)
-            return gaussian_site(m, v, g1, g2)
-        y, n, m, v = self._rows(state, rows)
+        y, n, m, v = self._rows(state, rows, form)
         if self.rule == "cvi" and self.samples > 0:
             g1, g2 = monte_carlo(self.likelihood, y, n, m, v, state.rng, self.samples)[1:3]
         else:
@@ -192,24 +216,62 @@ class GLMFactor(FactorRuntime):
         total = self.y.shape[0]
         return np.sort(rng.choice(total, self.batch, replace=False)), total / self.batch
 
+    @property
+    def _sites(self):
+        """The stored sites (τ̃ỹ, τ̃), shape (2,) + plate: `_scale` times `_unscaled`, so that a
+        minibatch step decays every site by 1 − ρ in one multiplication of `_scale`."""
+        return self._scale * self._unscaled
+
     def _stored_sites(self, state):
+        """The stored sites as (ỹ, τ̃), after `_site_step`."""
+        self._site_step(state)
+        h, tau = self._sites
+        return h / np.where(tau > 0, tau, 1.0), tau
+
+    def _site_step(self, state) -> None:
         """Alg. 1: one CVI step on the stored sites whenever q has changed since the last — each
         site decays by 1 − ρ_t and the rows of the step's minibatch (every row without one) gain
-        ρ_t·(N/B)·(τ̃ỹ, τ̃) from the current q (Khan & Lin eqs. 13–14) — then the sites, whole."""
+        ρ_t·(N/B)·(τ̃ỹ, τ̃) from the current q (Khan & Lin eqs. 13–14). With a minibatch a step
+        costs O(B): the decay is a running scale, and when the margin reads one latent shared by
+        every row (`X @ w`) the sum of the sites' messages (`_total`) is linear in the sites, so
+        it decays and gains the batch's part likewise."""
         key = self.version_key(state)
         if getattr(self, "_sites_key", None) != key:
             if getattr(self, "_sites_key", (None,))[0] != key[0]:  # a new run (or restart): no sites yet
-                self._sites, self._steps = np.zeros((2,) + self.y.shape), 0
+                self._unscaled, self._scale, self._steps = np.zeros((2,) + self.y.shape), 1.0, 0
+                self._total = 0.0 if self.batch is not None and self._linear_in_sites() else None
             self._steps += 1
             rho = step_size(self.step, self._steps)
-            rows, scale = (slice(None), 1.0) if self.batch is None else self._draw_batch(state.rng)
-            target, tau = self._fresh_sites(state, rows)
-            self._sites *= 1 - rho
-            self._sites[0][rows] += rho * scale * tau * target
-            self._sites[1][rows] += rho * scale * tau
+            self._decay(1 - rho)
+            if self.batch is None:
+                target, tau = gaussian_site(*(self.expectations(state)[i] for i in (0, 1, 3, 4)))
+                self._unscaled[0] += rho * tau * target
+                self._unscaled[1] += rho * tau
+            else:
+                rows, scale = self._draw_batch(state.rng)
+                form, reads = take_rows(self.margin, rows)
+                target, tau = self._fresh_sites(state, rows, form)
+                gain = rho * scale * tau
+                self._unscaled[0][rows] += gain * target / self._scale
+                self._unscaled[1][rows] += gain / self._scale
+                if self._total is not None:
+                    (access,) = reads.values()
+                    self._total = (1 - rho) * self._total + self._rows_message(state, rows, form, access, gain, target)
             self._sites_key = self.version_key(state)
-        h, tau = self._sites
-        return h / np.where(tau > 0, tau, 1.0), tau
+
+    def _decay(self, keep: float) -> None:
+        """Every site times `keep`: the running scale alone, folded into the sites when every row
+        is rewritten anyway (no minibatch) or before it underflows."""
+        self._scale *= keep
+        if self.batch is None or self._scale < SMALLEST_SCALE:
+            self._unscaled *= self._scale
+            self._scale = 1.0
+
+    def _linear_in_sites(self) -> bool:
+        """The margin reads one latent, shared by every row, with no selector: its message from
+        the sites is then Σ_n τ̃_n (ỹ_n − b_n) a_n, linear in (τ̃ỹ, τ̃) with fixed a_n, b_n."""
+        reads = self.margin.reads()
+        return self.selector is None and len(reads) == 1 and reads[0].plate_free
 
     def elbo_estimate(self, state):
         """(E[log f] summed over the plate, its standard error): exact without a minibatch,
@@ -271,7 +333,7 @@ def gaussian_site(m, v, g1, g2):
 
 def cvi_step(options) -> tuple[float, float]:
     """(β, κ) of a `@cvi` annotation's step ρ_t = β·t^−κ."""
-    return float(options.get("step", DEFAULT_CVI_STEP)), float(options.get("kappa", DEFAULT_CVI_KAPPA))
+    return float(options.get("step", CVI_STEP)), float(options.get("kappa", CVI_KAPPA))  # Robbins–Monro: κ ∈ (½, 1]
 
 
 def step_size(step: tuple, t: int) -> float:

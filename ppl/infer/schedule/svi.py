@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ppl.data.stream import GroupedSource
+from ppl.diagnostics import ModelError
 from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
@@ -24,8 +25,8 @@ SMOOTHING = 10  # steps averaged on each side of the convergence test, at least
 
 
 def step_size(spec, t: int) -> float:
-    """ρ_t = (τ + t)^−κ, at most 1."""
-    return min(1.0, (spec.tau + t) ** -spec.kappa)
+    """ρ_t = β·(τ + t)^−κ, at most 1: β = 1 under svi and ssmf, τ = 0 under cvi (`@cvi`'s β·t^−κ)."""
+    return min(1.0, spec.step * (spec.tau + t) ** -spec.kappa)
 
 
 class Minibatches:
@@ -176,6 +177,19 @@ def settled(trace: list, window: int, tol: float) -> bool:
     return abs(recent.mean() - before.mean()) <= max(noise, tol * abs(recent.mean()))
 
 
+def refuse_row_minibatches(problem) -> None:
+    """E600 at a `@cvi(minibatch=B)` statement under a stochastic schedule: its rows would be
+    subsampled again inside each step's groups, and the locals fitted to a sample of their rows."""
+    spec = problem.schedule
+    for factor in problem.factors:
+        if getattr(factor, "batch", None) is not None:
+            raise ModelError("E600", f"`{factor.name}` takes minibatches of its rows (`@cvi(minibatch=...)`) while "
+                             f"the schedule `{spec.name.replace('_', '-')}` takes minibatches of groups",
+                             span=factor.factor.span,
+                             hint=f"drop `minibatch` from the annotation; `schedule cvi(minibatch={spec.batch})` "
+                                  "is doubly stochastic CVI over the groups")
+
+
 STREAMED_CHUNK = 1000  # groups bound at once by the final pass over streamed data
 
 
@@ -185,6 +199,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     steps or the time limit.
     Streamed groups (`source`) leave a posterior of the globals only."""
     from ppl.infer.engine import Run
+    refuse_row_minibatches(problem)
     svi = source.stepper(problem, rng) if hasattr(source, "stepper") else SVI(problem, rng, source)
     svi.start()
     trace, converged, t = [], False, 0
