@@ -118,3 +118,29 @@ def test_batch_gibbs_is_refused_where_it_is_written():
 def test_cvb0_goes_with_every_m_step(schedule):
     post = ppl.load("models/lda.vim").infer("models/lda.csv", seed=0, schedule=schedule, max_iter=15)
     assert post.elbo > -71955.8 * 1.05  # batch VMP's bound on the same data, within 5%
+
+
+@pytest.mark.parametrize("name", ["lda", "lda_counts"])
+def test_fused_batch_sweep_is_the_generic_sweep(name):
+    """LDA's fused batch sweep (topics from the pairs' counts, documents refitted from the prior,
+    the ELBO from the E-step's normalisers) leaves β, θ and z where the generic sweep (update β
+    through its factors, restart the locals, the fused E-step) leaves them, and its ELBO is the
+    sum of every factor's term and every entropy."""
+    from ppl.infer.schedule.fused_lda import FusedLDA
+    problem = bound(name, ScheduleSpec("batch", inner=30, init="random"))
+    kernel = problem.kernel
+    assert isinstance(kernel, FusedLDA)
+    fused = initialise(problem, np.random.default_rng(0))
+    steps.random_start(problem, fused, np.random.default_rng(1))
+    plain = fused.copy()
+    for sweep in range(3):
+        problem.kernel = kernel
+        steps.batch_sweep(problem, fused, lambda n: 1.0)
+        problem.kernel = None
+        steps.batch_sweep(problem, plain, lambda n: 1.0)
+        for var in ("beta", "theta", "z"):
+            np.testing.assert_allclose(fused.natural[var], plain.natural[var], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(fused.moments(var), plain.moments(var), rtol=1e-12, atol=1e-12)
+        assert kernel.elbo(fused) == pytest.approx(problem.elbo(plain), rel=1e-12)
+    fused.set("beta", fused.natural["beta"] + 1.0)
+    assert kernel.elbo(fused) is None  # a state changed since the sweep: the generic ELBO again

@@ -23,6 +23,7 @@ from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.infer.fused_mixture import mixture_kernel
+from ppl.infer.schedule.fused_lda import lda_kernel
 from ppl.lang import ast
 from ppl.infer.schedule.blocks import block_defaults
 from ppl.lang.schedule import ScheduleSpec
@@ -207,7 +208,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                       stochastic, pure, damped, guarded, notes, low_rank, scopes,
                       schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
     problem.schedule = block_defaults(problem)
-    problem.kernel = mixture_kernel(problem)
+    problem.kernel = mixture_kernel(problem) or lda_kernel(problem)
     return problem
 
 
