@@ -117,12 +117,12 @@ def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL):
         elog = np.tile(digamma(np.full(K, ALPHA)) - digamma(K * ALPHA), (d, 1))
         left = np.arange(d)
         for _ in range(inner - 1):
-            sub = x[left]
-            counts = csr_matrix((sub.data, np.arange(sub.nnz), sub.indptr), shape=(len(left), sub.nnz))
-            theta = np.exp(elog[left])
+            sub = x[left] if len(left) < d else x
             part = b[np.isin(doc, left)] if len(left) < d else b
-            norm = np.einsum("tk,tk->t", theta[np.repeat(np.arange(len(left)), np.diff(sub.indptr))], part)
-            gamma = ALPHA + theta * (counts @ (part / norm[:, None]))
+            theta = np.exp(elog[left])
+            norm = np.einsum("tk,tk->t", np.repeat(theta, np.diff(sub.indptr), axis=0), part)  # rows by document
+            scaled = csr_matrix((sub.data / norm, np.arange(sub.nnz), sub.indptr), shape=(len(left), sub.nnz))
+            gamma = ALPHA + theta * (scaled @ part)  # Σ_w x_dw b_w/(θ'·b_w) with the division on the nonzeros
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
             moving = np.max(np.abs(new - elog[left]) / (1 + np.abs(elog[left])), axis=1) >= tol
             elog[left] = new

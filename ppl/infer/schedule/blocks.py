@@ -77,7 +77,10 @@ class DirichletCategorical:
         """(b, shift): b_t = exp(E log β_{·,y_t} − shift_t) per row, shift_t the largest of the
         row's E log β (computed once per word when the codes are known)."""
         if self.code is None:
-            log_b = self.data.expected_log(state).reshape(len(self.doc), -1)
+            log_b = self.data.expected_log(state).reshape(self.tokens, -1)
+            if self.token_pair is not None:  # the rows in group order
+                log_b = np.empty_like(log_b)
+                log_b[self.token_pair] = self.data.expected_log(state).reshape(self.tokens, -1)
             shift = log_b.max(axis=1)
             return np.exp(log_b - shift[:, None]), shift
         read = self.data.params["probs"][1]
@@ -103,13 +106,13 @@ class DirichletCategorical:
         answer); the settled groups' rows leave the products once they are a tenth of them."""
         active = np.arange(len(elog))
         live = np.ones(len(active), bool)
-        rows, part, doc = self.rows.copy(), b, self.doc  # rows' values become c_t/(θ'·b_t) each sweep
-        weights, spread = self.rows.data, np.empty(b.shape)
+        rows, part = self.rows.copy(), b  # rows' values become c_t/(θ'·b_t) each sweep
+        weights, lengths = self.rows.data, np.diff(self.rows.indptr)  # a group's rows are contiguous
         done = 0
         for done in range(1, sweeps + 1):
             current = elog[active]
             theta = np.exp(current - current.max(axis=1, keepdims=True))
-            np.take(theta, doc, axis=0, out=spread)
+            spread = np.repeat(theta, lengths, axis=0)  # θ'_{d_t}: block copies, no gather
             np.divide(weights, np.einsum("tk,tk->t", spread, part), out=rows.data)
             gamma = alpha[active] + theta * (rows @ part)
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
@@ -122,9 +125,8 @@ class DirichletCategorical:
                 active, live = active[moving], live[moving]
                 rows = self.rows[active]
                 tokens, weights = rows.indices, rows.data.copy()
-                part, doc = b[tokens], np.repeat(np.arange(len(active)), np.diff(rows.indptr))
+                part, lengths = b[tokens], np.diff(rows.indptr)
                 rows = type(rows)((rows.data, np.arange(len(tokens)), rows.indptr), shape=(len(active), len(tokens)))
-                spread = np.empty(part.shape)
         return elog, done
 
     def _cvb0(self, alpha, b, elog, inner: int, tol: float):
@@ -154,15 +156,23 @@ def _codes(data):
 def _pairs(doc, codes, weights):
     """Rows that share a group and a code have the same responsibilities: (row → pair or None,
     pair's group, pair's code, pair's summed weight), the pairs sorted by group. Without codes
-    each row is its own pair."""
+    each row is its own pair (`_by_group`)."""
     if codes is None or not len(doc):
-        return None, doc, None, weights
+        return _by_group(doc, weights)
     key = doc.astype(np.int64) * (int(codes.max()) + 1) + codes
     unique, inverse = np.unique(key, return_inverse=True)
     if len(unique) == len(key) and np.all(np.diff(key) > 0):
         return None, doc, codes, weights
     size = int(codes.max()) + 1
     return inverse.reshape(-1), unique // size, unique % size, np.bincount(inverse.reshape(-1), weights)
+
+
+def _by_group(doc, weights):
+    """Each row its own pair, in group order: (row → pair or None when already in order, ...)."""
+    if np.all(doc[1:] >= doc[:-1]):
+        return None, doc, None, weights
+    order = np.argsort(doc, kind="stable")
+    return np.argsort(order), doc[order], None, weights[order]
 
 
 def dirichlet_categorical(problem, names) -> DirichletCategorical | None:
