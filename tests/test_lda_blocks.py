@@ -144,3 +144,27 @@ def test_fused_batch_sweep_is_the_generic_sweep(name):
         assert kernel.elbo(fused) == pytest.approx(problem.elbo(plain), rel=1e-12)
     fused.set("beta", fused.natural["beta"] + 1.0)
     assert kernel.elbo(fused) is None  # a state changed since the sweep: the generic ELBO again
+
+
+@pytest.mark.parametrize("name", ["lda", "lda_counts"])
+def test_local_bound_is_the_assignments_terms(name):
+    """The block's bound from its normalisers, Σ_t c_t log Σ_k exp(E log θ + E log β) corrected to
+    the θ written after z, equals the z statement's and the data statement's E[log p] plus H[q(z)]
+    summed term by term, its pairs' topic counts equal the data factor's message to β, and the
+    SVI minibatch estimate built on them equals the generic one."""
+    from ppl.infer.schedule.svi import SVI
+    problem = bound(name, ScheduleSpec("svi", batch=7, init="random"))
+    svi = SVI(problem, np.random.default_rng(0))
+    svi.start()
+    sub, state = svi.bind(np.arange(7))
+    svi.e_step(sub, state)
+    block = sub.blocks[("z", "theta")]
+    plain = sum(f.elbo(state) for f in (block.own, block.data)) + state.entropy("z")
+    assert block.local_bound(state) == pytest.approx(plain, rel=1e-12)
+    np.testing.assert_allclose(block.topic_counts(state), block.data.message(state, "beta"), rtol=1e-12, atol=1e-12)
+    fused = svi.estimate(sub, state, 3.0)
+    sub.blocks.clear()  # no block: every term from its factor
+    assert fused == pytest.approx(svi.estimate(sub, state, 3.0), rel=1e-12)
+    state.set("theta", state.natural["theta"] + 0.5)
+    sub.blocks[("z", "theta")] = block
+    assert block.local_bound(state) is None  # θ moved since the fit

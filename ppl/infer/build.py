@@ -3,7 +3,7 @@ neighbourhoods and the sweep order. Refuses, with the factor's name, any rule no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -65,6 +65,7 @@ class Problem:
     analysis: object = None  # the analyzer's tags and scopes, for binding the model to minibatches
     local: tuple = ()  # local variables, in the order the batch E-step sweeps them
     kernel: object = None  # a fused sweep for a structure it covers (ppl.infer.fused_mixture), or None
+    blocks: dict = field(default_factory=dict)  # local names -> fused E-step block or None (schedule.blocks)
 
     @property
     def inner(self) -> int:

@@ -37,7 +37,7 @@ class DirichletCategorical:
         self.token_pair, self.doc, self.code, weights = _pairs(doc, _codes(data), weights)
         self.weights = weights
         self.rows = csr_matrix((weights, (self.doc, np.arange(len(self.doc)))), shape=(groups, len(self.doc)))
-        self.bound = None  # Σ_t c_t log Σ_k exp(E log θ_{d_t k} + E log β_{k w_t}) + the θ correction
+        self.bound = None  # (state key, E_q[log p(y, z | θ, β)] + H[z]) after the last mean-field fit
 
     def fit(self, state, inner: int, tol: float, estep: str = "vmp", alpha=None, elog=None) -> int:
         """At most `inner` sweeps, a group's stopping once the largest relative change of its
@@ -51,7 +51,7 @@ class DirichletCategorical:
         b, shift = self._topic_weights(state)
         if estep == "cvb0":
             resp, sweeps = self._cvb0(alpha, b, state.moments(theta), inner, tol)
-            self.bound = None
+            self.bound = None  # CVB0's responsibilities are not mean-field optima: no closed form
         else:
             start = state.moments(theta) if elog is None else elog
             elog, sweeps = self._collapsed(alpha, b, start.copy(), inner - 1, tol)
@@ -67,11 +67,40 @@ class DirichletCategorical:
         if estep != "cvb0":  # E_q[log p(y, z | θ, β)] + H[z] at the new θ (ppl.infer.schedule.fused_lda)
             moments = state.families[theta].to_mean(new)
             log_norm = np.log(total) + top[self.doc, 0] + shift
-            self.bound = float(self.weights @ log_norm + np.sum(counts * (moments - elog)))
+            value = float(self.weights @ log_norm + np.sum(counts * (moments - elog)))
         self.resp = resp
         self._write(state, resp)
         state.set(theta, new, moments=moments)
+        if estep != "cvb0":
+            self.bound = (self._key(state), value)
         return sweeps
+
+    def _key(self, state) -> tuple:
+        return (id(state),) + tuple(state.versions.get(n) for n in (self.theta, self.z, self.topics))
+
+    @property
+    def topics(self) -> str | None:
+        """The global whose components z selects (LDA's β), when the rows' codes are known."""
+        return self.data.params["probs"][1].name if self.code is not None else None
+
+    def topic_counts(self, state) -> np.ndarray | None:
+        """The data factor's message to the topics, Σ_t c_t r_t e_{y_t}ᵀ (topics × codes), as one
+        sparse product over the pairs, while the state is as the last mean-field fit left it."""
+        if self.local_bound(state) is None:
+            return None
+        if not hasattr(self, "by_code"):
+            from scipy.sparse import csr_matrix
+            size = state.families[self.topics].size
+            self.by_code = csr_matrix((self.weights, (self.code, np.arange(len(self.code)))), shape=(size, len(self.code)))
+        return np.ascontiguousarray((self.by_code @ self.resp).T)
+
+    def local_bound(self, state) -> float | None:
+        """E_q[log p(y, z | θ, β)] + H[q(z)] summed over the block's rows, from the last fit's
+        normalisers (Σ_t c_t log Σ_k exp(E log θ_{d_t k} + E log β_{k y_t}), corrected to the θ
+        written after z), while the state is as that fit left it; else None."""
+        if self.bound is None or self.code is None or self.bound[0] != self._key(state):
+            return None
+        return self.bound[1]
 
     def _topic_weights(self, state):
         """(b, shift): b_t = exp(E log β_{·,y_t} − shift_t) per row, shift_t the largest of the
@@ -144,6 +173,12 @@ class DirichletCategorical:
         return resp, sweeps
 
 
+def current_block(problem, state):
+    """The fused block of `problem` whose last mean-field fit `state` still holds, or None: its
+    normalisers and counts stand for the assignments' factors (SVI's estimate and M-step)."""
+    return next((b for b in problem.blocks.values() if b is not None and b.local_bound(state) is not None), None)
+
+
 def _codes(data):
     """The observed category of each row when the data factor reads its codes and the topics
     through one plate-free read (LDA's word[t] ~ Categorical(beta[z[t]])), else None."""
@@ -179,8 +214,11 @@ def dirichlet_categorical(problem, names) -> DirichletCategorical | None:
     """The fused block when `names` are a Dirichlet θ and a Categorical z whose only factors are
     z ~ Categorical(θ[d]) and one observed categorical whose components z selects from globals;
     None otherwise (the generic sweep then runs)."""
-    parts = _parts(problem, names)
-    return DirichletCategorical(problem, *parts) if parts is not None else None
+    key = tuple(names)
+    if key not in problem.blocks:  # built once per bound problem: its pairs and sparse sums
+        parts = _parts(problem, names)
+        problem.blocks[key] = DirichletCategorical(problem, *parts) if parts is not None else None
+    return problem.blocks[key]
 
 
 INNER = 30  # E-step iterations at most of LDA's batch sweep (scikit-learn: 100, gensim: 50)

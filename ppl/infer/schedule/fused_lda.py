@@ -7,7 +7,8 @@ Categorical(θ[d_t]) and an observed y_t ~ Categorical(β[z_t]), under the resta
 schedule with the mean-field E-step (`batch(inner=...)`, LDA's default). One sweep is
 
 - M-step: λ_β = η − 1 + Σ_p c_p r_p e_{y_p}ᵀ, one sparse product over the pairs p (rows that
-  share a document and a word, c_p their weight) from the last E-step's responsibilities;
+  share a document and a word, c_p their weight) from the last E-step's responsibilities
+  (`DirichletCategorical.topic_counts`);
 - E-step: the documents refitted from the prior (E[log θ] from α, no per-token restart);
 - ELBO: Σ_p c_p log Σ_k exp(E log θ_{d_p k} + E log β_{k y_p}) + Σ_dk n_dk (E' log θ − E log θ)_dk
   (z at its optimum given the θ it was fitted to, read at the new θ'), minus KL(q(θ) ‖ p) and
@@ -53,15 +54,10 @@ class FusedLDA:
     """One batch sweep of LDA (M-step of β, E-step of every document) and its ELBO."""
 
     def __init__(self, problem, block, beta, beta_prior, theta_prior):
-        from scipy.sparse import csr_matrix
         self.problem, self.block, self.beta = problem, block, beta
         self.theta, self.z = block.theta, block.z
         self.beta_prior, self.theta_prior = beta_prior, theta_prior
-        vocabulary = problem.families[beta].size
-        pairs = len(block.code)
-        self.words = csr_matrix((block.weights, (block.code, np.arange(pairs))), shape=(vocabulary, pairs))
         self.eta_beta = self.eta_theta = None  # the priors' natural parameters, at the first sweep
-        self._next = None  # (id(state), version of z) whose counts `counts` holds
         self._elbo = None  # (id(state), versions after the sweep, ELBO)
 
     def _prepare(self, state) -> None:
@@ -78,9 +74,8 @@ class FusedLDA:
         if self.eta_beta is None:
             self._prepare(state)
         beta, theta, block = self.beta, self.theta, self.block
-        if self._next == (id(state), state.versions.get(self.z)):
-            counts = self.counts
-        else:  # z written by someone else (the random start): its message, as the generic sweep
+        counts = block.topic_counts(state)
+        if counts is None:  # z written by someone else (the random start): its message, as the generic sweep
             counts = block.data.message(state, beta)
         nat = self.eta_beta + counts
         family = state.families[beta]
@@ -88,14 +83,12 @@ class FusedLDA:
         state.set(beta, nat, moments=elog_beta)
         block.fit(state, self.problem.inner, self.problem.schedule.local_tol, alpha=self.eta_theta + 1.0,
                   elog=self.elog_prior)
-        self.counts = (self.words @ block.resp).T
-        self._next = (id(state), state.versions[self.z])
         kl_beta = float(np.sum((nat - self.eta_beta) * elog_beta)) - float(family.log_partition(nat).sum()) + \
             self.a_beta
         theta_nat, theta_family = state.natural[theta], state.families[theta]
         kl_theta = float(np.sum((theta_nat - self.eta_theta) * state.moments(theta))) - \
             float(theta_family.log_partition(theta_nat).sum()) + self.a_theta
-        self._elbo = (id(state), self._versions(state), block.bound - kl_theta - kl_beta)
+        self._elbo = (id(state), self._versions(state), block.local_bound(state) - kl_theta - kl_beta)
 
     def _versions(self, state) -> tuple:
         return tuple(state.versions.get(n, 0) for n in (self.beta, self.theta, self.z))

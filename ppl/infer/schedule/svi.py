@@ -16,6 +16,7 @@ import numpy as np
 from ppl.data.stream import GroupedSource
 from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
+from ppl.infer.schedule.blocks import current_block
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
 from ppl.infer.schedule.steps import data_factors, estep_order, fit_locals, global_step, random_globals
@@ -81,19 +82,26 @@ class SVI:
 
     def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
         data = data_factors(problem, self.plan)
+        fused = current_block(problem, state)  # its pairs' counts are the data message to the topics
+        topics, counts = (fused.topics, fused.topic_counts(state)) if fused is not None else (None, None)
         for name in self.plan.globals:
             transform = None
             if draws is not None:
                 def transform(natural, counts, draw=draws[name]):
                     return ssmf_message(natural, counts, draw)
-            global_step(problem, state, name, scale, rho, data, transform)
+            global_step(problem, state, name, scale, rho, data, transform, observed=counts if name == topics else None)
             self.globals[name] = state.natural[name]
 
     def estimate(self, problem, state, scale: float) -> float:
-        """The ELBO from one minibatch: global terms once, local terms and entropies scaled."""
+        """The ELBO from one minibatch: global terms once, local terms and entropies scaled. A
+        fused LDA block gives its assignments' terms from its own normalisers (`local_bound`)."""
         data = data_factors(problem, self.plan)
-        total = sum(f.elbo(state) * (scale if f.name in data else 1.0) for f in problem.factors)
-        return total + sum(state.entropy(n) * (scale if n in self.plan.locals else 1.0) for n in problem.latent)
+        fused = current_block(problem, state)
+        skip = {fused.own.name, fused.data.name, fused.z} if fused is not None else set()
+        total = scale * fused.local_bound(state) if fused is not None else 0.0
+        total += sum(f.elbo(state) * (scale if f.name in data else 1.0) for f in problem.factors if f.name not in skip)
+        return total + sum(state.entropy(n) * (scale if n in self.plan.locals else 1.0) for n in problem.latent
+                           if n not in skip)
 
     def start(self, sweeps: int = 100) -> None:
         """Globals from a batch fit of one minibatch, scaled to the whole data: from the locals as
