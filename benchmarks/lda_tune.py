@@ -6,7 +6,7 @@ The training documents of benchmarks/lda.py (316) are split again 80/20 with see
 64 validate; the score is benchmarks/lda.py's `completion` (per-word log-likelihood of each
 validation document's second half given its first). Each setting fits with seeds 0 and 1.
 
-    python3 benchmarks/lda_tune.py [--passes 5,10,20]
+    python3 benchmarks/lda_tune.py [--passes 5,10] [--inner 100] [--local-tol 0.001] [--tau 1,10,64] [--kappa ...] [--ramp 0,1]
 """
 
 from __future__ import annotations
@@ -53,15 +53,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", default="10")
     parser.add_argument("--inner", default="100")
+    parser.add_argument("--local-tol", default="0.001")
+    for name, values in GRID.items():
+        parser.add_argument(f"--{name}", default=",".join(map(str, values)))
     args = parser.parse_args(argv)
+    grid = [getattr(args, name).split(",") for name in GRID]
     fit, check = split()
     print(f"{machine()}; {len(fit)} fit and {len(check)} validation documents; seeds {SEEDS}", flush=True)
-    print("| passes | inner | τ | κ | ramp | validation nats/word | CPU s |\n|---|---|---|---|---|---|---|", flush=True)
-    for passes, inner in itertools.product(args.passes.split(","), args.inner.split(",")):
-        for tau, kappa, ramp in itertools.product(*GRID.values()):
-            schedule = f"svi(batch=32, passes={passes}, tau={tau}, kappa={kappa}, ramp={ramp}, inner={inner}, init=random)"
+    print("| passes | inner | local_tol | τ | κ | ramp | validation nats/word | CPU s |\n|---|---|---|---|---|---|---|---|",
+          flush=True)
+    for passes, inner, tol in itertools.product(args.passes.split(","), args.inner.split(","), args.local_tol.split(",")):
+        for tau, kappa, ramp in itertools.product(*grid):
+            schedule = (f"svi(batch=32, passes={passes}, tau={tau}, kappa={kappa}, ramp={ramp}, inner={inner}, "
+                        f"local_tol={tol}, init=random)")
             value, cpu = score(fit, check, schedule)
-            print(f"| {passes} | {inner} | {tau} | {kappa} | {ramp} | {value:.4f} | {cpu:.2f} |", flush=True)
+            print(f"| {passes} | {inner} | {tol} | {tau} | {kappa} | {ramp} | {value:.4f} | {cpu:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

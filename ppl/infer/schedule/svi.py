@@ -16,7 +16,7 @@ import numpy as np
 from ppl.data.stream import GroupedSource
 from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
-from ppl.infer.schedule.blocks import current_block
+from ppl.infer.schedule.blocks import current_block, dirichlet_categorical
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
 from ppl.infer.schedule.steps import data_factors, estep_order, fit_locals, global_step, random_globals
@@ -66,15 +66,23 @@ class SVI:
         self.globals: dict = {}
         self.local_order = estep_order(problem, self.plan.locals)
 
-    def bind(self, groups: np.ndarray):
+    def bind(self, groups: np.ndarray, fitted: bool = True):
         """The model bound to the rows of `groups`, its state with the current globals and locals
-        from their priors."""
+        from their priors; `fitted`: the E-step comes first (a fused block's assignments unset)."""
         problem = build_problem(self.problem.model, self.groups.take(groups), self.problem.analysis,
                                 self.spec)
-        state = initialise(problem, self.rng)
+        state = initialise(problem, self.rng, skip=self._refitted(problem) if fitted else ())
         for name, natural in self.globals.items():
             state.set(name, natural.copy())
         return problem, state
+
+    def _refitted(self, problem) -> set:
+        """The assignments of a fused block that the E-step writes before reading (LDA's z): not
+        initialised, so a step draws nothing for them."""
+        if self.spec.estep == "gibbs" or self.spec.local_sweeps < 2:
+            return set()
+        block = dirichlet_categorical(problem, self.local_order)
+        return {block.z} if block is not None else set()
 
     def e_step(self, problem, state, estep: str = "vmp") -> int:
         """The local blocks of the bound groups (`minibatch_e_step`)."""
@@ -113,7 +121,7 @@ class SVI:
             self.globals.update(random_globals(self.problem, self.plan.globals, self.rng))
             return
         groups = self.batches.next()
-        problem, state = self.bind(groups)
+        problem, state = self.bind(groups, fitted=False)  # the M-step reads the initial locals first
         scale = self.groups.groups / len(groups)
         for _ in range(sweeps):
             before = {n: state.moments(n).copy() for n in self.plan.globals}
