@@ -114,10 +114,11 @@ def test_batch_gibbs_is_refused_where_it_is_written():
     assert info.value.code == "E298" and info.value.span.line == 1
 
 
-@pytest.mark.parametrize("schedule", ["svi(batch=20, estep=cvb0)", "ssmf(batch=20, estep=cvb0)"])
+@pytest.mark.parametrize("schedule", ["svi(batch=20, estep=cvb0, passes=10)", "ssmf(batch=20, estep=cvb0)"])
 def test_cvb0_goes_with_every_m_step(schedule):
-    post = ppl.load("models/lda.vim").infer("models/lda.csv", seed=0, schedule=schedule, max_iter=15)
-    assert post.elbo > -71955.8 * 1.05  # batch VMP's bound on the same data, within 5%
+    post = ppl.load("models/lda.vim").infer("models/lda.csv", seed=0, schedule=schedule, max_iter=50)
+    assert post.elbo > -71955.8 * 1.05  # batch VMP's bound on the same data, within 5%, after 10 passes
+    # (svi's LDA defaults, random topics, τ = 10 and 5 passes, leave this 100-document corpus 6% below)
 
 
 @pytest.mark.parametrize("name", ["lda", "lda_counts"])

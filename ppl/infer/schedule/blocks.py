@@ -222,19 +222,28 @@ def dirichlet_categorical(problem, names) -> DirichletCategorical | None:
 
 
 INNER = 30  # E-step iterations at most of LDA's batch sweep (scikit-learn: 100, gensim: 50)
+# LDA's svi where the schedule leaves them out, chosen on a validation split of the training
+# documents (benchmarks/lda_tune.py; docs/rules/svi.md): τ = 10 and no N ramp (the ramp's
+# small early steps cost 0.1–0.15 nats/word at 5–10 passes), random initial topics, and 5 passes
+# (10 and 20 passes score within 0.003 nats/word of 5, less than the seeds' spread)
+SVI_DEFAULTS = {"tau": 10.0, "kappa": 0.7, "ramp": False, "init": "random", "passes": 5}
 
 
 def block_defaults(problem):
-    """The schedule of `problem` with LDA's batch defaults where its local block is a Dirichlet–
-    Categorical pair and the user left them out: topics drawn at random (`init=random`: the
-    locals' random responsibilities average out over hundreds of tokens per topic, so the topics
-    would start nearly uniform) and the locals refitted from the prior each sweep for at most
-    `INNER` iterations (carried over and updated once, the sweep crawls and the documents keep
-    too many topics: docs/tutorials/lda.md). Other models, and stochastic schedules, keep theirs."""
+    """The schedule of `problem` with LDA's defaults where its local block is a Dirichlet–
+    Categorical pair and the user left them out. Batch: topics drawn at random (`init=random`:
+    the locals' random responsibilities average out over hundreds of tokens per topic, so the
+    topics would start nearly uniform) and the locals refitted from the prior each sweep for at
+    most `INNER` iterations (carried over and updated once, the sweep crawls and the documents
+    keep too many topics: docs/tutorials/lda.md). `svi`: `SVI_DEFAULTS` for the options its text
+    did not write. Other models, and SSMF, keep theirs."""
     from dataclasses import replace
     spec = problem.schedule
-    if spec.stochastic or _parts(problem, problem.local) is None:
+    if spec.name not in ("batch", "svi") or _parts(problem, problem.local) is None:
         return spec
+    if spec.name == "svi":
+        given = spec.given if spec.given is not None else set(SVI_DEFAULTS)  # built in code: as set
+        return replace(spec, **{k: v for k, v in SVI_DEFAULTS.items() if k not in given})
     return replace(spec, init=spec.init or "random", inner=spec.inner or INNER)
 
 
