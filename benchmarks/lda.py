@@ -30,6 +30,7 @@ Writes the section "## LDA (document completion)" of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -114,26 +115,28 @@ def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL):
     d, v = train.shape
     doc = np.repeat(np.arange(d), np.diff(x.indptr))
     lam = np.random.default_rng(seed).gamma(100.0, 0.01, size=(K, v))
+    by_word = csr_matrix((np.ones(x.nnz), (x.indices, np.arange(x.nnz))), shape=(v, x.nnz))
     for _ in range(sweeps):
         b = np.exp(digamma(lam) - digamma(lam.sum(axis=1, keepdims=True)))[:, x.indices].T  # nonzeros × K
         elog = np.tile(digamma(np.full(K, ALPHA)) - digamma(K * ALPHA), (d, 1))
-        left = np.arange(d)
+        left, live, sub, part = np.arange(d), np.ones(d, bool), x, b
         for _ in range(inner - 1):
-            sub = x[left] if len(left) < d else x
-            part = b[np.isin(doc, left)] if len(left) < d else b
             theta = np.exp(elog[left])
             norm = np.einsum("tk,tk->t", np.repeat(theta, np.diff(sub.indptr), axis=0), part)  # rows by document
             scaled = csr_matrix((sub.data / norm, np.arange(sub.nnz), sub.indptr), shape=(len(left), sub.nnz))
             gamma = ALPHA + theta * (scaled @ part)  # Σ_w x_dw b_w/(θ'·b_w) with the division on the nonzeros
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
-            moving = np.max(np.abs(new - elog[left]) / (1 + np.abs(elog[left])), axis=1) >= tol
-            elog[left] = new
-            left = left[moving]
-            if not len(left):
+            moving = live & (np.max(np.abs(new - elog[left]) / (1 + np.abs(elog[left])), axis=1) >= tol)
+            elog[left[live]] = new[live]
+            live = moving
+            if not moving.any():
                 break
+            if moving.sum() < 0.9 * len(left):  # settled documents leave the products in tenths
+                left, live = left[moving], live[moving]
+                sub, part = x[left], b[np.isin(doc, left)]
         resp = np.exp(elog)[doc] * b
         resp *= (x.data / resp.sum(axis=1))[:, None]
-        lam = ETA + np.stack([np.bincount(x.indices, resp[:, k], minlength=v) for k in range(K)])
+        lam = ETA + (by_word @ resp).T  # the expected counts, one sparse product
     return lam
 
 
@@ -173,6 +176,7 @@ def run(only: set | None):
     ]
     contenders = [(n, f) for n, f in contenders if not only or any(o in n for o in only)]
     results = {name: ([], [], [], []) for name, _ in contenders}
+    load = [os.getloadavg()[0]]  # the 1-minute load average before the run and after each fit
     for seed in SEEDS:
         for name, fit in contenders:
             if "floor" in name and seed not in floor_sweeps:
@@ -189,6 +193,7 @@ def run(only: set | None):
                 floor_sweeps[seed] = post.iterations
             notes.append(post.iterations if post is not None else floor_sweeps[seed] if "floor" in name else None)
             scores.append(completion(topics, seen, held))
+            load.append(os.getloadavg()[0])
             print(f"{name:45s} seed {seed} held-out {scores[-1]:.4f}  cpu {cpus[-1]:6.2f} s  wall {walls[-1]:6.2f} s  "
                   f"{notes[-1] or ''}", flush=True)
     rows = []
@@ -198,13 +203,15 @@ def run(only: set | None):
         unit = "sweeps" if name.startswith("ppl batch") or "floor" in name else "steps"
         note = f"{', '.join(map(str, notes))} {unit}" if notes[0] is not None else ""
         rows.append((name, scores, float(np.mean(cpus)), float(np.mean(walls)), note))
-    return rows, train, test
+    return rows, train, test, load
 
 
-def table(rows, train, test) -> str:
+def table(rows, train, test, load) -> str:
     lines = [f"## LDA (document completion)\n",
-             f"`python3 benchmarks/lda.py`, one BLAS thread; {machine()}. Other agents were running on the "
-             "machine: timings are noisy.\n",
+             f"`python3 benchmarks/lda.py`, one BLAS thread, the contenders interleaved within each seed; "
+             f"{machine()}. Other agents were running on the machine (load average {min(load):.1f} … "
+             f"{max(load):.1f} on {os.cpu_count()} CPUs, sampled after each fit): wall times are inflated "
+             "and noisy, CPU time is the fairer column.\n",
              f"Reuters (the `lda` package): {len(train)} training and {len(test)} test documents, "
              f"{train.shape[1]} words, {int(train.sum())} training tokens; K = {K}, α = {ALPHA}, η = {ETA}. "
              "Held-out: per-word log-likelihood of every test document's second half given its first "
@@ -271,8 +278,8 @@ def main(argv=None):
         if not args.no_write:
             write_section(text, "## LDA: sensitivity to the topic prior η", ROOT / "docs" / "benchmarks.md")
         return
-    rows, train, test = run(set(args.only.split(",")) if args.only else None)
-    text = table(rows, train, test)
+    rows, train, test, load = run(set(args.only.split(",")) if args.only else None)
+    text = table(rows, train, test, load)
     print(text)
     if not args.no_write:
         write_section(text, "## LDA (document completion)", ROOT / "docs" / "benchmarks.md")
