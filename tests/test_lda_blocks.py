@@ -169,3 +169,17 @@ def test_local_bound_is_the_assignments_terms(name):
     state.set("theta", state.natural["theta"] + 0.5)
     sub.blocks[("z", "theta")] = block
     assert block.local_bound(state) is None  # θ moved since the fit
+
+
+def test_svi_on_lda_takes_its_defaults_where_the_text_leaves_them_out():
+    """`svi(batch=32)` on LDA runs with τ = 10, κ = 0.7, no ramp, random topics and 5 passes
+    (docs/rules/svi.md: chosen on a validation split); an option written out is kept; a mixture
+    keeps the stochastic defaults."""
+    from ppl.lang.schedule import parse_schedule
+    lda = bound("lda", parse_schedule("svi(batch=32)")).schedule
+    assert (lda.tau, lda.kappa, lda.ramp, lda.init, lda.passes) == (10.0, 0.7, False, "random", 5)
+    written = bound("lda", parse_schedule("svi(batch=32, tau=1, ramp=1, passes=2)")).schedule
+    assert (written.tau, written.ramp, written.passes, written.init) == (1, True, 2, "random")
+    gmm = bound("gmm", parse_schedule("svi(batch=32)")).schedule
+    assert (gmm.tau, gmm.ramp, gmm.init, gmm.passes) == (1.0, True, None, None)
+    assert "random initial globals, 5 passes" in lda.describe()
