@@ -11,10 +11,11 @@ only input), so the table compares topics, not fold-in code.
 
 - ppl: models/lda.vim with the vocabulary fixed (`V` a constant): its default batch schedule
   (for a Dirichlet–Categorical block: random topics, each sweep the documents refitted from the
-  prior for at most 30 iterations) for 50 sweeps as scikit-learn's batch runs 50 iterations, and
-  `svi` with scikit-learn online's settings (minibatches of 32, 20 passes, τ = 10, κ = 0.7, no
-  N ramp, random initial topics); SSMF-A and SSMF are compared with SVI in the η table
-  (`--eta-grid`);
+  prior for at most 30 iterations) for 50 sweeps as scikit-learn's batch runs 50 iterations;
+  `svi(batch=32)` with LDA's defaults (5 passes, τ = 10, κ = 0.7, no N ramp, random initial
+  topics: chosen on a validation split by benchmarks/lda_tune.py), and `svi` with scikit-learn
+  online's settings (20 passes, the same τ, κ and start); SSMF-A and SSMF are compared with SVI
+  in the η table (`--eta-grid`);
 - floor: the same batch algorithm by hand in numpy (documents × words counts, sparse), run for
   as many sweeps as ppl's run of the same seed;
 - scikit-learn `LatentDirichletAllocation` (batch and online, learning_decay 0.7);
@@ -29,6 +30,7 @@ Writes the section "## LDA (document completion)" of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -50,6 +52,7 @@ SEEDS = (0, 1, 2)  # every contender fits once per seed: one seed's held-out sco
 INNER, LOCAL_TOL = 30, 1e-3  # ppl's batch defaults for LDA (ppl.infer.schedule.blocks)
 SWEEPS = 50  # batch sweeps, scikit-learn batch's max_iter (ppl's own stop, 1e-6 nats, takes hundreds)
 STEP = "batch=32, passes=20, tau=10, ramp=0, init=random"  # scikit-learn online's settings and start
+DEFAULTS = "passes=5, tau=10, kappa=0.7, ramp=0, init=random"  # ppl.infer.schedule.blocks.SVI_DEFAULTS
 MODEL = (ROOT / "models" / "lda.vim").read_text().replace("const K = 10", f"const K = {K}")
 
 
@@ -112,26 +115,28 @@ def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL):
     d, v = train.shape
     doc = np.repeat(np.arange(d), np.diff(x.indptr))
     lam = np.random.default_rng(seed).gamma(100.0, 0.01, size=(K, v))
+    by_word = csr_matrix((np.ones(x.nnz), (x.indices, np.arange(x.nnz))), shape=(v, x.nnz))
     for _ in range(sweeps):
         b = np.exp(digamma(lam) - digamma(lam.sum(axis=1, keepdims=True)))[:, x.indices].T  # nonzeros × K
         elog = np.tile(digamma(np.full(K, ALPHA)) - digamma(K * ALPHA), (d, 1))
-        left = np.arange(d)
+        left, live, sub, part = np.arange(d), np.ones(d, bool), x, b
         for _ in range(inner - 1):
-            sub = x[left]
-            counts = csr_matrix((sub.data, np.arange(sub.nnz), sub.indptr), shape=(len(left), sub.nnz))
             theta = np.exp(elog[left])
-            part = b[np.isin(doc, left)] if len(left) < d else b
-            norm = np.einsum("tk,tk->t", theta[np.repeat(np.arange(len(left)), np.diff(sub.indptr))], part)
-            gamma = ALPHA + theta * (counts @ (part / norm[:, None]))
+            norm = np.einsum("tk,tk->t", np.repeat(theta, np.diff(sub.indptr), axis=0), part)  # rows by document
+            scaled = csr_matrix((sub.data / norm, np.arange(sub.nnz), sub.indptr), shape=(len(left), sub.nnz))
+            gamma = ALPHA + theta * (scaled @ part)  # Σ_w x_dw b_w/(θ'·b_w) with the division on the nonzeros
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
-            moving = np.max(np.abs(new - elog[left]) / (1 + np.abs(elog[left])), axis=1) >= tol
-            elog[left] = new
-            left = left[moving]
-            if not len(left):
+            moving = live & (np.max(np.abs(new - elog[left]) / (1 + np.abs(elog[left])), axis=1) >= tol)
+            elog[left[live]] = new[live]
+            live = moving
+            if not moving.any():
                 break
+            if moving.sum() < 0.9 * len(left):  # settled documents leave the products in tenths
+                left, live = left[moving], live[moving]
+                sub, part = x[left], b[np.isin(doc, left)]
         resp = np.exp(elog)[doc] * b
         resp *= (x.data / resp.sum(axis=1))[:, None]
-        lam = ETA + np.stack([np.bincount(x.indices, resp[:, k], minlength=v) for k in range(K)])
+        lam = ETA + (by_word @ resp).T  # the expected counts, one sparse product
     return lam
 
 
@@ -154,28 +159,29 @@ def fit_gensim(train, seed=SEED):
 
 
 def run(only: set | None):
+    """Every contender once per seed, the contenders interleaved within each seed (the machine's
+    load then weighs on all of them alike)."""
     train, test = corpus()
     seen, held = halves(test)
     floor_sweeps = {}
     contenders = [
         (f"ppl batch (default: inner={INNER}, init=random), 50 sweeps",
          lambda seed: fit_ppl(train, seed=seed, sweeps=SWEEPS)),
-        ("numpy floor (the same batch algorithm)", None),
+        ("numpy floor (the same batch algorithm)", lambda seed: fit_floor(train, floor_sweeps[seed], seed)),
+        (f"ppl svi(batch=32) (LDA's defaults: {DEFAULTS})", lambda seed: fit_ppl(train, "svi(batch=32)", seed=seed)),
         (f"ppl svi({STEP})", lambda seed: fit_ppl(train, f"svi({STEP})", seed=seed)),
         ("scikit-learn batch (50 iterations)", lambda seed: fit_sklearn(train, "batch", seed)),
         ("scikit-learn online (20 passes)", lambda seed: fit_sklearn(train, "online", seed)),
         ("gensim (20 passes)", lambda seed: fit_gensim(train, seed)),
     ]
-    rows = []
-    for name, fit in contenders:
-        if only and not any(o in name for o in only):
-            continue
-        if fit is None:
-            if not floor_sweeps:
+    contenders = [(n, f) for n, f in contenders if not only or any(o in n for o in only)]
+    results = {name: ([], [], [], []) for name, _ in contenders}
+    load = [os.getloadavg()[0]]  # the 1-minute load average before the run and after each fit
+    for seed in SEEDS:
+        for name, fit in contenders:
+            if "floor" in name and seed not in floor_sweeps:
                 continue
-            fit = (lambda seed: fit_floor(train, floor_sweeps[seed], seed))
-        scores, cpus, walls, notes = [], [], [], []
-        for seed in SEEDS:
+            scores, cpus, walls, notes = results[name]
             start = time.process_time(), time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -187,18 +193,25 @@ def run(only: set | None):
                 floor_sweeps[seed] = post.iterations
             notes.append(post.iterations if post is not None else floor_sweeps[seed] if "floor" in name else None)
             scores.append(completion(topics, seen, held))
-            print(f"{name:45s} seed {seed} held-out {scores[-1]:.4f}  cpu {cpus[-1]:6.2f} s  {notes[-1] or ''}",
-                  flush=True)
+            load.append(os.getloadavg()[0])
+            print(f"{name:45s} seed {seed} held-out {scores[-1]:.4f}  cpu {cpus[-1]:6.2f} s  wall {walls[-1]:6.2f} s  "
+                  f"{notes[-1] or ''}", flush=True)
+    rows = []
+    for name, (scores, cpus, walls, notes) in results.items():
+        if not scores:
+            continue
         unit = "sweeps" if name.startswith("ppl batch") or "floor" in name else "steps"
         note = f"{', '.join(map(str, notes))} {unit}" if notes[0] is not None else ""
         rows.append((name, scores, float(np.mean(cpus)), float(np.mean(walls)), note))
-    return rows, train, test
+    return rows, train, test, load
 
 
-def table(rows, train, test) -> str:
+def table(rows, train, test, load) -> str:
     lines = [f"## LDA (document completion)\n",
-             f"`python3 benchmarks/lda.py`, one BLAS thread; {machine()}. Other agents were running on the "
-             "machine: timings are noisy.\n",
+             f"`python3 benchmarks/lda.py`, one BLAS thread, the contenders interleaved within each seed; "
+             f"{machine()}. Other agents were running on the machine (load average {min(load):.1f} … "
+             f"{max(load):.1f} on {os.cpu_count()} CPUs, sampled after each fit): wall times are inflated "
+             "and noisy, CPU time is the fairer column.\n",
              f"Reuters (the `lda` package): {len(train)} training and {len(test)} test documents, "
              f"{train.shape[1]} words, {int(train.sum())} training tokens; K = {K}, α = {ALPHA}, η = {ETA}. "
              "Held-out: per-word log-likelihood of every test document's second half given its first "
@@ -213,8 +226,11 @@ def table(rows, train, test) -> str:
     cpu = {name.split(" (")[0]: row_cpu for name, _, row_cpu, _, _ in rows}
     if "ppl batch" in cpu and "numpy floor" in cpu:
         lines.append(f"\nppl's batch run costs {cpu['ppl batch'] / cpu['numpy floor']:.2f}× the floor's CPU time for "
-                     "the same sweeps: the E-step is the same sparse product, and ppl adds the exact ELBO of "
-                     "every sweep, z's logarithms and the factors' messages to the topics.")
+                     "the same sweeps (whole fits: ppl's include compiling the model and binding the data). "
+                     "Both run the E-step on (document, word) pairs with the division on the nonzeros and θ' "
+                     "repeated by block copies; ppl adds the exact ELBO of every sweep (from the E-step's "
+                     "normalisers and the two Dirichlet KLs) and z's per-token q (its logarithms, written "
+                     "once a sweep).")
     return "\n".join(lines) + "\n"
 
 
@@ -231,14 +247,16 @@ def eta_grid(passes: int) -> str:
     for step in M_STEPS:
         for eta in ETAS:
             start = time.process_time()
-            topics, post = fit_ppl(train, f"{step}(batch=32, passes={passes})", eta)
+            topics, post = fit_ppl(train, f"{step}(batch=32, passes={passes}, tau=1, ramp=1, init=data)", eta)
             seconds[step, eta] = (time.process_time() - start) / post.iterations
             scores[step, eta] = completion(topics, seen, held)
             print(f"{step:7s} eta {eta:5g}  held-out {scores[step, eta]:.4f}  {1000 * seconds[step, eta]:.1f} ms/step",
                   flush=True)
     lines = ["## LDA: sensitivity to the topic prior η\n",
              f"`python3 benchmarks/lda.py --eta-grid`, one BLAS thread; {machine()}. The corpus and score of the "
-             f"table above; minibatches of 32 documents, {passes} passes, the mean-field E-step. Held-out "
+             f"table above; minibatches of 32 documents, {passes} passes, the mean-field E-step, and for all three "
+             "M-steps the same steps and start, τ = 1 with the N ramp from a minibatch warm start (the stochastic "
+             "defaults: `svi`'s LDA defaults would give it other settings than SSMF's). Held-out "
              "nats/word (higher is better), then CPU time per step relative to `svi`'s.\n",
              "| M-step | " + " | ".join(f"η = {e:g}" for e in ETAS) + " | range | time per step |",
              "|---|" + "---|" * (len(ETAS) + 2)]
@@ -262,8 +280,8 @@ def main(argv=None):
         if not args.no_write:
             write_section(text, "## LDA: sensitivity to the topic prior η", ROOT / "docs" / "benchmarks.md")
         return
-    rows, train, test = run(set(args.only.split(",")) if args.only else None)
-    text = table(rows, train, test)
+    rows, train, test, load = run(set(args.only.split(",")) if args.only else None)
+    text = table(rows, train, test, load)
     print(text)
     if not args.no_write:
         write_section(text, "## LDA (document completion)", ROOT / "docs" / "benchmarks.md")

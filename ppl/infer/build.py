@@ -3,7 +3,7 @@ neighbourhoods and the sweep order. Refuses, with the factor's name, any rule no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.infer.fused_mixture import mixture_kernel
+from ppl.infer.schedule.fused_lda import lda_kernel
 from ppl.lang import ast
 from ppl.infer.schedule.blocks import block_defaults
 from ppl.lang.schedule import ScheduleSpec
@@ -65,6 +66,7 @@ class Problem:
     local: tuple = ()  # local variables, in the order the batch E-step sweeps them
     kernel: object = None  # a fused sweep for a structure it covers (ppl.infer.fused_mixture), or None
     searched: tuple = ()  # Gaussian blocks with a log precision: Newton steps, searched (ppl.infer.block_step)
+    blocks: dict = field(default_factory=dict)  # local names -> fused E-step block or None (schedule.blocks)
 
     @property
     def inner(self) -> int:
@@ -210,7 +212,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                       schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
     problem.schedule = block_defaults(problem)
     problem.searched = searched
-    problem.kernel = mixture_kernel(problem)
+    problem.kernel = mixture_kernel(problem) or lda_kernel(problem)
     return problem
 
 

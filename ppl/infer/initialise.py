@@ -27,7 +27,10 @@ _NEUTRAL = {
 }
 
 
-def initialise(problem, rng: np.random.Generator) -> State:
+def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
+    """The starting state: data observed, each latent from its own statement's message, categories
+    that select components at random. `skip`: latents whose λ the caller sets before any read
+    (a fused block's assignments, written by its E-step), left unset and drawing nothing."""
     state = State(problem.families, problem.shapes)
     state.counts = element_counts(problem.model, problem.dataset, problem.shapes)
     dataset = problem.dataset
@@ -41,15 +44,16 @@ def initialise(problem, rng: np.random.Generator) -> State:
                 continue
             stats = observed_stats(family, values).reshape(-1, family.size)
             state.observe(name, stats, None if mask is None else _element_mask(mask, stats.shape[0]))
-    for name in problem.latent:
+    latent = [n for n in problem.latent if n not in skip]
+    for name in latent:
         family = problem.families[name]
         size = int(np.prod(problem.shapes[name], dtype=np.int64))
         state.set(name, np.broadcast_to(_NEUTRAL[family.name](family), (size, family.size)).copy())
-    for name in problem.latent:
+    for name in latent:
         own = [f for f in problem.neighbours[name] if f.target.name == name]
         if own:
             state.set(name, sum(f.message(state, name) for f in own))
-    for name in problem.latent:
+    for name in latent:
         if problem.families[name].name in ("Categorical", "CategoricalChain"):
             _break_symmetry(problem, state, name, rng)
     for name in sorted({n for f in problem.factors for n in f.bilinear}):

@@ -15,7 +15,7 @@ its checks; what a schedule does is `ppl.infer.schedule`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ppl.diagnostics import ModelError, nearest
 from ppl.lang import ast
@@ -57,6 +57,7 @@ class ScheduleSpec:
     init: str | None = None  # None: "data", or "random" for a Dirichlet–Categorical block (ppl.infer.schedule.blocks)
     warm: bool | None = None  # batch: locals carried over; None: when they are updated once a sweep
     span: object = None
+    given: frozenset | None = field(default=None, compare=False)  # options written out (parsed); None: all
 
     @property
     def stochastic(self) -> bool:
@@ -86,6 +87,8 @@ class ScheduleSpec:
             local += ", from the prior each sweep" if self.restarted else ", carried over"
         if self.init == "random":
             local += ", random initial globals"
+        if self.passes is not None:
+            local += f", {self.passes:g} passes"
         if not self.stochastic:
             return f"batch: every group each sweep, {local}"
         step = (f"step size step·t^-kappa = {self.step:g}·t^-{self.kappa:g}" if self.name == "cvi" else
@@ -157,4 +160,4 @@ def schedule_spec(item: ast.Schedule) -> ScheduleSpec:
     if item.name != "batch" and values.get("batch") is None:
         raise ModelError("E294", f"schedule `{item.name}` needs a minibatch size", span=item.span,
                          hint=f"write `schedule {item.name}({size}=64)`: 64 groups per step")
-    return ScheduleSpec(item.name, span=item.span, **values)
+    return ScheduleSpec(item.name, span=item.span, given=frozenset(values), **values)

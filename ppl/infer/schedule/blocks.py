@@ -29,32 +29,104 @@ class DirichletCategorical:
     def __init__(self, problem, theta: str, z: str, own, data):
         from scipy.sparse import csr_matrix
         self.problem, self.theta, self.z, self.own, self.data = problem, theta, z, own, data
-        self.doc = own.reads[theta][0].index.reshape(-1)
+        doc = own.reads[theta][0].index.reshape(-1)
         count = own.count(theta)
-        weights = np.ones(len(self.doc)) if count is None else np.asarray(count, float).reshape(-1)
+        weights = np.ones(len(doc)) if count is None else np.asarray(count, float).reshape(-1)
         groups = int(np.prod(problem.shapes[theta], dtype=np.int64))
+        self.tokens = len(doc)
+        self.token_pair, self.doc, self.code, weights = _pairs(doc, _codes(data), weights)
+        self.weights = weights
         self.rows = csr_matrix((weights, (self.doc, np.arange(len(self.doc)))), shape=(groups, len(self.doc)))
+        self.bound = None  # (state key, E_q[log p(y, z | θ, β)] + H[z]) after the last mean-field fit
 
-    def fit(self, state, inner: int, tol: float, estep: str = "vmp") -> int:
+    def fit(self, state, inner: int, tol: float, estep: str = "vmp", alpha=None, elog=None) -> int:
         """At most `inner` sweeps, a group's stopping once the largest relative change of its
         E[log θ] is below `tol`; the last sweep updates z then θ of every group. Returns the
-        sweeps taken."""
+        sweeps taken. `alpha`, `elog`: θ's prior concentrations and starting E[log θ] when the
+        caller knows them (the fused batch sweep), else read from the state."""
         theta = self.theta
-        prior = sum(f.message(state, theta) for f in self.problem.neighbours[theta] if f is not self.own)
-        alpha = prior + 1.0
-        log_b = self.data.expected_log(state).reshape(len(self.doc), -1)
-        b = np.exp(log_b - log_b.max(axis=1, keepdims=True))
+        if alpha is None:
+            prior = sum(f.message(state, theta) for f in self.problem.neighbours[theta] if f is not self.own)
+            alpha = prior + 1.0
+        b, shift = self._topic_weights(state)
         if estep == "cvb0":
             resp, sweeps = self._cvb0(alpha, b, state.moments(theta), inner, tol)
+            self.bound = None  # CVB0's responsibilities are not mean-field optima: no closed form
         else:
-            elog, sweeps = self._collapsed(alpha, b, state.moments(theta).copy(), inner - 1, tol)
-            weight = np.exp(elog - elog.max(axis=1, keepdims=True))[self.doc] * b
-            resp = weight / weight.sum(axis=1, keepdims=True)
+            start = state.moments(theta) if elog is None else elog
+            elog, sweeps = self._collapsed(alpha, b, start.copy(), inner - 1, tol)
+            top = elog.max(axis=1, keepdims=True)
+            resp = np.exp(elog - top)[self.doc]
+            resp *= b
+            total = resp.sum(axis=1)
+            resp /= total[:, None]
             sweeps += 1
-        with np.errstate(divide="ignore"):  # a topic that a token cannot have: log 0
-            state.set(self.z, np.log(resp), moments=resp)
-        state.set(theta, alpha - 1.0 + self.rows @ resp)
+        counts = self.rows @ resp
+        new = alpha - 1.0 + counts
+        moments = None
+        if estep != "cvb0":  # E_q[log p(y, z | θ, β)] + H[z] at the new θ (ppl.infer.schedule.fused_lda)
+            moments = state.families[theta].to_mean(new)
+            log_norm = np.log(total) + top[self.doc, 0] + shift
+            value = float(self.weights @ log_norm + np.sum(counts * (moments - elog)))
+        self.resp = resp
+        self._write(state, resp)
+        state.set(theta, new, moments=moments)
+        if estep != "cvb0":
+            self.bound = (self._key(state), value)
         return sweeps
+
+    def _key(self, state) -> tuple:
+        return (id(state),) + tuple(state.versions.get(n) for n in (self.theta, self.z, self.topics))
+
+    @property
+    def topics(self) -> str | None:
+        """The global whose components z selects (LDA's β), when the rows' codes are known."""
+        return self.data.params["probs"][1].name if self.code is not None else None
+
+    def topic_counts(self, state) -> np.ndarray | None:
+        """The data factor's message to the topics, Σ_t c_t r_t e_{y_t}ᵀ (topics × codes), as one
+        sparse product over the pairs, while the state is as the last mean-field fit left it."""
+        if self.local_bound(state) is None:
+            return None
+        if not hasattr(self, "by_code"):
+            from scipy.sparse import csr_matrix
+            size = state.families[self.topics].size
+            self.by_code = csr_matrix((self.weights, (self.code, np.arange(len(self.code)))), shape=(size, len(self.code)))
+        return np.ascontiguousarray((self.by_code @ self.resp).T)
+
+    def local_bound(self, state) -> float | None:
+        """E_q[log p(y, z | θ, β)] + H[q(z)] summed over the block's rows, from the last fit's
+        normalisers (Σ_t c_t log Σ_k exp(E log θ_{d_t k} + E log β_{k y_t}), corrected to the θ
+        written after z), while the state is as that fit left it; else None."""
+        if self.bound is None or self.code is None or self.bound[0] != self._key(state):
+            return None
+        return self.bound[1]
+
+    def _topic_weights(self, state):
+        """(b, shift): b_t = exp(E log β_{·,y_t} − shift_t) per row, shift_t the largest of the
+        row's E log β (computed once per word when the codes are known)."""
+        if self.code is None:
+            log_b = self.data.expected_log(state).reshape(self.tokens, -1)
+            if self.token_pair is not None:  # the rows in group order
+                log_b = np.empty_like(log_b)
+                log_b[self.token_pair] = self.data.expected_log(state).reshape(self.tokens, -1)
+            shift = log_b.max(axis=1)
+            return np.exp(log_b - shift[:, None]), shift
+        read = self.data.params["probs"][1]
+        if not hasattr(self, "words"):
+            self.words, self.word_of = np.unique(self.code, return_inverse=True)
+        elog_beta = state.moments(read.name)[read.components][:, self.words]
+        top = elog_beta.max(axis=0)
+        weights = np.exp(elog_beta - top).T
+        return weights[self.word_of], top[self.word_of]
+
+    def _write(self, state, resp) -> None:
+        """z's q per token from the responsibilities per (group, code) pair."""
+        with np.errstate(divide="ignore"):  # a topic that a token cannot have: log 0
+            log_resp = np.log(resp)
+        if self.token_pair is not None:
+            resp, log_resp = resp[self.token_pair], log_resp[self.token_pair]
+        state.set(self.z, log_resp, moments=resp)
 
     def _collapsed(self, alpha, b, elog, sweeps: int, tol: float):
         """`sweeps` mean-field sweeps with z summed out: γ_d = α + θ'_d ⊙ Σ_{t∈d} c_t b_t/(θ'_d·b_t),
@@ -63,14 +135,17 @@ class DirichletCategorical:
         answer); the settled groups' rows leave the products once they are a tenth of them."""
         active = np.arange(len(elog))
         live = np.ones(len(active), bool)
-        rows, part, doc = self.rows, b, self.doc
+        rows, part = self.rows.copy(), b  # rows' values become c_t/(θ'·b_t) each sweep
+        weights, lengths = self.rows.data, np.diff(self.rows.indptr)  # a group's rows are contiguous
         done = 0
         for done in range(1, sweeps + 1):
-            theta = np.exp(elog[active] - elog[active].max(axis=1, keepdims=True))
-            norm = np.einsum("tk,tk->t", theta[doc], part)
-            gamma = alpha[active] + theta * (rows @ (part / norm[:, None]))
+            current = elog[active]
+            theta = np.exp(current - current.max(axis=1, keepdims=True))
+            spread = np.repeat(theta, lengths, axis=0)  # θ'_{d_t}: block copies, no gather
+            np.divide(weights, np.einsum("tk,tk->t", spread, part), out=rows.data)
+            gamma = alpha[active] + theta * (rows @ part)
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
-            moving = live & (np.max(np.abs(new - elog[active]) / (1.0 + np.abs(elog[active])), axis=1) >= tol)
+            moving = live & (np.max(np.abs(new - current) / (1.0 + np.abs(current)), axis=1) >= tol)
             elog[active[live]] = new[live]
             live = moving
             if not moving.any():
@@ -78,8 +153,8 @@ class DirichletCategorical:
             if moving.sum() < 0.9 * len(active):  # drop the settled groups and their rows
                 active, live = active[moving], live[moving]
                 rows = self.rows[active]
-                tokens = rows.indices
-                part, doc = b[tokens], np.repeat(np.arange(len(active)), np.diff(rows.indptr))
+                tokens, weights = rows.indices, rows.data.copy()
+                part, lengths = b[tokens], np.diff(rows.indptr)
                 rows = type(rows)((rows.data, np.arange(len(tokens)), rows.indptr), shape=(len(active), len(tokens)))
         return elog, done
 
@@ -98,28 +173,77 @@ class DirichletCategorical:
         return resp, sweeps
 
 
+def current_block(problem, state):
+    """The fused block of `problem` whose last mean-field fit `state` still holds, or None: its
+    normalisers and counts stand for the assignments' factors (SVI's estimate and M-step)."""
+    return next((b for b in problem.blocks.values() if b is not None and b.local_bound(state) is not None), None)
+
+
+def _codes(data):
+    """The observed category of each row when the data factor reads its codes and the topics
+    through one plate-free read (LDA's word[t] ~ Categorical(beta[z[t]])), else None."""
+    codes, probs = getattr(data, "codes", None), getattr(data, "params", {}).get("probs")
+    if codes is None or probs is None or probs[0] != "read" or not probs[1].plate_free:
+        return None
+    return np.asarray(codes).reshape(-1)
+
+
+def _pairs(doc, codes, weights):
+    """Rows that share a group and a code have the same responsibilities: (row → pair or None,
+    pair's group, pair's code, pair's summed weight), the pairs sorted by group. Without codes
+    each row is its own pair (`_by_group`)."""
+    if codes is None or not len(doc):
+        return _by_group(doc, weights)
+    key = doc.astype(np.int64) * (int(codes.max()) + 1) + codes
+    unique, inverse = np.unique(key, return_inverse=True)
+    if len(unique) == len(key) and np.all(np.diff(key) > 0):
+        return None, doc, codes, weights
+    size = int(codes.max()) + 1
+    return inverse.reshape(-1), unique // size, unique % size, np.bincount(inverse.reshape(-1), weights)
+
+
+def _by_group(doc, weights):
+    """Each row its own pair, in group order: (row → pair or None when already in order, ...)."""
+    if np.all(doc[1:] >= doc[:-1]):
+        return None, doc, None, weights
+    order = np.argsort(doc, kind="stable")
+    return np.argsort(order), doc[order], None, weights[order]
+
+
 def dirichlet_categorical(problem, names) -> DirichletCategorical | None:
     """The fused block when `names` are a Dirichlet θ and a Categorical z whose only factors are
     z ~ Categorical(θ[d]) and one observed categorical whose components z selects from globals;
     None otherwise (the generic sweep then runs)."""
-    parts = _parts(problem, names)
-    return DirichletCategorical(problem, *parts) if parts is not None else None
+    key = tuple(names)
+    if key not in problem.blocks:  # built once per bound problem: its pairs and sparse sums
+        parts = _parts(problem, names)
+        problem.blocks[key] = DirichletCategorical(problem, *parts) if parts is not None else None
+    return problem.blocks[key]
 
 
 INNER = 30  # E-step iterations at most of LDA's batch sweep (scikit-learn: 100, gensim: 50)
+# LDA's svi where the schedule leaves them out, chosen on a validation split of the training
+# documents (benchmarks/lda_tune.py; docs/rules/svi.md): τ = 10 and no N ramp (the ramp's
+# small early steps cost 0.1–0.15 nats/word at 5–10 passes), random initial topics, and 5 passes
+# (10 and 20 passes score within 0.003 nats/word of 5, less than the seeds' spread)
+SVI_DEFAULTS = {"tau": 10.0, "kappa": 0.7, "ramp": False, "init": "random", "passes": 5}
 
 
 def block_defaults(problem):
-    """The schedule of `problem` with LDA's batch defaults where its local block is a Dirichlet–
-    Categorical pair and the user left them out: topics drawn at random (`init=random`: the
-    locals' random responsibilities average out over hundreds of tokens per topic, so the topics
-    would start nearly uniform) and the locals refitted from the prior each sweep for at most
-    `INNER` iterations (carried over and updated once, the sweep crawls and the documents keep
-    too many topics: docs/tutorials/lda.md). Other models, and stochastic schedules, keep theirs."""
+    """The schedule of `problem` with LDA's defaults where its local block is a Dirichlet–
+    Categorical pair and the user left them out. Batch: topics drawn at random (`init=random`:
+    the locals' random responsibilities average out over hundreds of tokens per topic, so the
+    topics would start nearly uniform) and the locals refitted from the prior each sweep for at
+    most `INNER` iterations (carried over and updated once, the sweep crawls and the documents
+    keep too many topics: docs/tutorials/lda.md). `svi`: `SVI_DEFAULTS` for the options its text
+    did not write. Other models, and SSMF, keep theirs."""
     from dataclasses import replace
     spec = problem.schedule
-    if spec.stochastic or _parts(problem, problem.local) is None:
+    if spec.name not in ("batch", "svi") or _parts(problem, problem.local) is None:
         return spec
+    if spec.name == "svi":
+        given = spec.given if spec.given is not None else set(SVI_DEFAULTS)  # built in code: as set
+        return replace(spec, **{k: v for k, v in SVI_DEFAULTS.items() if k not in given})
     return replace(spec, init=spec.init or "random", inner=spec.inner or INNER)
 
 

@@ -17,6 +17,7 @@ from ppl.data.stream import GroupedSource
 from ppl.diagnostics import ModelError
 from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
+from ppl.infer.schedule.blocks import current_block, dirichlet_categorical
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
 from ppl.infer.schedule.steps import data_factors, estep_order, fit_locals, global_step, random_globals
@@ -66,15 +67,23 @@ class SVI:
         self.globals: dict = {}
         self.local_order = estep_order(problem, self.plan.locals)
 
-    def bind(self, groups: np.ndarray):
+    def bind(self, groups: np.ndarray, fitted: bool = True):
         """The model bound to the rows of `groups`, its state with the current globals and locals
-        from their priors."""
+        from their priors; `fitted`: the E-step comes first (a fused block's assignments unset)."""
         problem = build_problem(self.problem.model, self.groups.take(groups), self.problem.analysis,
                                 self.spec)
-        state = initialise(problem, self.rng)
+        state = initialise(problem, self.rng, skip=self._refitted(problem) if fitted else ())
         for name, natural in self.globals.items():
             state.set(name, natural.copy())
         return problem, state
+
+    def _refitted(self, problem) -> set:
+        """The assignments of a fused block that the E-step writes before reading (LDA's z): not
+        initialised, so a step draws nothing for them."""
+        if self.spec.estep == "gibbs" or self.spec.local_sweeps < 2:
+            return set()
+        block = dirichlet_categorical(problem, self.local_order)
+        return {block.z} if block is not None else set()
 
     def e_step(self, problem, state, estep: str = "vmp") -> int:
         """The local blocks of the bound groups (`minibatch_e_step`)."""
@@ -82,19 +91,26 @@ class SVI:
 
     def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
         data = data_factors(problem, self.plan)
+        fused = current_block(problem, state)  # its pairs' counts are the data message to the topics
+        topics, counts = (fused.topics, fused.topic_counts(state)) if fused is not None else (None, None)
         for name in self.plan.globals:
             transform = None
             if draws is not None:
                 def transform(natural, counts, draw=draws[name]):
                     return ssmf_message(natural, counts, draw)
-            global_step(problem, state, name, scale, rho, data, transform)
+            global_step(problem, state, name, scale, rho, data, transform, observed=counts if name == topics else None)
             self.globals[name] = state.natural[name]
 
     def estimate(self, problem, state, scale: float) -> float:
-        """The ELBO from one minibatch: global terms once, local terms and entropies scaled."""
+        """The ELBO from one minibatch: global terms once, local terms and entropies scaled. A
+        fused LDA block gives its assignments' terms from its own normalisers (`local_bound`)."""
         data = data_factors(problem, self.plan)
-        total = sum(f.elbo(state) * (scale if f.name in data else 1.0) for f in problem.factors)
-        return total + sum(state.entropy(n) * (scale if n in self.plan.locals else 1.0) for n in problem.latent)
+        fused = current_block(problem, state)
+        skip = {fused.own.name, fused.data.name, fused.z} if fused is not None else set()
+        total = scale * fused.local_bound(state) if fused is not None else 0.0
+        total += sum(f.elbo(state) * (scale if f.name in data else 1.0) for f in problem.factors if f.name not in skip)
+        return total + sum(state.entropy(n) * (scale if n in self.plan.locals else 1.0) for n in problem.latent
+                           if n not in skip)
 
     def start(self, sweeps: int = 100) -> None:
         """Globals from a batch fit of one minibatch, scaled to the whole data: from the locals as
@@ -106,7 +122,7 @@ class SVI:
             self.globals.update(random_globals(self.problem, self.plan.globals, self.rng))
             return
         groups = self.batches.next()
-        problem, state = self.bind(groups)
+        problem, state = self.bind(groups, fitted=False)  # the M-step reads the initial locals first
         scale = self.groups.groups / len(groups)
         for _ in range(sweeps):
             before = {n: state.moments(n).copy() for n in self.plan.globals}
