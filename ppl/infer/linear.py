@@ -234,6 +234,10 @@ def contraction(state, term: Term, rows=None):
     for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de).
     `rows`: only those rows of the first plate axis (a minibatch)."""
     c = _rows(term.coef, rows)
+    kernel = state.kernel.get(term.vector.name)
+    if kernel is not None and term.vector2 is None:  # q held in data space: cᵀΣc with no D × D matrix
+        mean = dot_rows(c, _first_moment(state, term.vector))
+        return mean, mean * mean + kernel.quadratic(c)
     mean, outer = (_rows(a, rows) for a in vector_moments(state, term.vector, _dim(state, term.vector)))
     if term.vector2 is None:
         return dot_rows(c, mean), quadratic_rows(c, outer)
@@ -278,6 +282,9 @@ def term_mean(state, term: Term):
 
 def _first_moment(state, access):
     """E[v] of an MvNormal read, plate + (C, D), gathered from the first D moments only."""
+    kernel = state.kernel.get(access.name)
+    if kernel is not None:
+        return access.gather(kernel.mean[None])
     return access.gather(state.moments(access.name)[:, :_dim(state, access)])
 
 
