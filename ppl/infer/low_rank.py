@@ -20,14 +20,19 @@ _LOG_2PI = np.log(2.0 * np.pi)
 
 
 class GaussianSum:
-    """A dense natural parameter plus low-rank parts (rows R (N, D), h (N,), τ (N,)), each
-    meaning (Rᵀh, vec(−½ Rᵀ diag(τ) R)). Adds like an array; `dense` makes it one."""
+    """A dense natural parameter, kept as `scale` × `base` (a damped step rescales the constant
+    prior's array instead of copying it), plus low-rank parts (rows R (N, D), h (N,), τ (N,)),
+    each meaning (Rᵀh, vec(−½ Rᵀ diag(τ) R)). Adds like an array; `dense` makes it one."""
 
     __array_ufunc__ = None  # ndarray + GaussianSum → GaussianSum.__radd__
 
-    def __init__(self, dense=0.0, parts=()):
-        self.dense_part, self.parts = dense, tuple(parts)
-        self.diagonal = None  # (h, diagonal of Λ) of the dense part, once `solve` found it
+    def __init__(self, dense=0.0, parts=(), scale=1.0):
+        self.base, self.scale, self.parts = dense, scale, tuple(parts)
+        self.diagonal = None  # (h, diagonal of Λ) of `base`, once `solve` found it
+
+    @property
+    def dense_part(self):
+        return self.base if self.scale == 1.0 else self.scale * self.base
 
     def __add__(self, other):
         if not isinstance(other, GaussianSum):
@@ -39,13 +44,16 @@ class GaussianSum:
                 parts.append((rows, h, tau))
             else:
                 parts[same] = (rows, parts[same][1] + h, parts[same][2] + tau)
+        if self.base is other.base:  # (1 − β)·prior + β·prior: the same array, rescaled
+            return GaussianSum(self.base, parts, self.scale + other.scale)
         return GaussianSum(_plus(self.dense_part, other.dense_part), parts)
 
     __radd__ = __add__
 
     def scaled(self, factor: float) -> "GaussianSum":
         """factor × the sum, still factored: the damped update (1 − β)λ + β·Σ messages."""
-        return GaussianSum(factor * self.dense_part, [(rows, factor * h, factor * tau) for rows, h, tau in self.parts])
+        return GaussianSum(self.base, [(rows, factor * h, factor * tau) for rows, h, tau in self.parts],
+                           self.scale * factor)
 
     def dense(self) -> np.ndarray:
         total = self.dense_part
@@ -56,15 +64,15 @@ class GaussianSum:
     def solve(self, family, previous=None):
         """q as a `KernelGaussian` when the parts have fewer rows than the dimension, every τ ≥ 0
         and the dense part is a diagonal precision; None otherwise (solve densely). `previous`:
-        the sum solved last time, whose diagonal is reused when its dense part is the same array
-        (a constant prior: no D × D scan per sweep)."""
-        if np.ndim(self.dense_part) != 2 or sum(len(p[0]) for p in self.parts) >= family.dim:
+        the sum solved last time, whose diagonal is reused when its base is the same array (a
+        constant prior: no D × D scan per sweep)."""
+        if np.ndim(self.base) != 2 or sum(len(p[0]) for p in self.parts) >= family.dim:
             return None
-        if previous is not None and previous.dense_part is self.dense_part:
+        if previous is not None and previous.base is self.base:
             self.diagonal = previous.diagonal
         else:
-            self.diagonal = diagonal_prior(family, self.dense_part)
-        if self.diagonal is None:
+            self.diagonal = diagonal_prior(family, self.base)
+        if self.diagonal is None or self.scale <= 0:
             return None
         d = family.dim
         rows = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros((0, d))
@@ -72,7 +80,7 @@ class GaussianSum:
         if np.any(tau < 0):
             return None
         h0, p = self.diagonal
-        return KernelGaussian(family, p, h0 + rows.T @ h, rows, tau, self)
+        return KernelGaussian(family, self.scale * p, self.scale * h0 + rows.T @ h, rows, tau, self)
 
 
 def _plus(a, b):
