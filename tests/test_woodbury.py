@@ -38,6 +38,25 @@ def test_the_low_rank_solve_is_the_dense_solve():
     np.testing.assert_allclose(q.quadratic(rows), np.einsum("...i,ij,...j->...", rows, cov, rows), rtol=1e-10)
 
 
+def test_draws_in_data_space_have_the_covariance_of_q():
+    """The sampler is linear in its normals, θ = A (u, δ): fed the unit vectors one draw each
+    (D + N draws), the draws are the columns of A, and Σ_draws (θ − μ)(θ − μ)ᵀ = A Aᵀ must be Σ."""
+    family, total = random_sum()
+    q = total.solve(family)
+    d, n = family.dim, len(q.tau)
+
+    class Units:  # standard_normal((draws, D)) then ((draws, N)): [I; 0] then [0; I]
+        calls = 0
+
+        def standard_normal(self, shape):
+            Units.calls += 1
+            return np.eye(d + n)[:, :d] if Units.calls == 1 else np.eye(d + n)[:, d:]
+
+    theta = q.sample(Units(), d + n) - q.mean
+    cov = family.mean_cov(total.dense())[1][0]
+    np.testing.assert_allclose(theta.T @ theta, cov, rtol=1e-10, atol=1e-12)
+
+
 def test_a_prior_with_no_rows_yet_is_held_in_data_space():
     family, total = random_sum()
     q = GaussianSum(total.dense_part).solve(family)

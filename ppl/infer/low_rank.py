@@ -119,6 +119,7 @@ class KernelGaussian:
         a = rows * root[:, None] / p  # S R P⁻¹
         chol = cholesky(np.eye(len(tau)) + a @ (rows * root[:, None]).T)
         self.u = np.linalg.solve(chol, a) if len(tau) else a
+        self.chol, self.root = chol, root
         self.mean = h / p - self.u.T @ (self.u @ h)
         self.var = 1.0 / p - np.einsum("nd,nd->d", self.u, self.u)
         self.logdet = float(np.sum(np.log(p)) + (chol_logdet(chol) if len(tau) else 0.0))  # log|Λ|
@@ -132,6 +133,14 @@ class KernelGaussian:
     def quadratic(self, c: np.ndarray) -> np.ndarray:
         """cᵀΣc for rows c (any leading axes + (D,)): Σ_d c_d²/p_d − |U c|², no D × D matrix."""
         return np.sum(c * c / self.p, -1) - np.sum((c @ self.u.T) ** 2, -1)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """n draws (n, D) in O(N D) each (Bhattacharya, Chakraborty & Mallick 2016): u ~ N(0, P⁻¹),
+        δ ~ N(0, I_N), then μ + u − P⁻¹ Rᵀ S B⁻¹ (S R u + δ) ~ N(μ, Σ); no D × D factor."""
+        u = rng.standard_normal((n, self.family.dim)) / np.sqrt(self.p)
+        v = (u @ self.rows.T) * self.root + rng.standard_normal((n, len(self.tau)))
+        w = np.linalg.solve(self.chol.T, np.linalg.solve(self.chol, v.T)).T if len(self.tau) else v
+        return self.mean + u - ((w * self.root) @ self.rows) / self.p
 
     def copy(self) -> "KernelGaussian":
         return self  # immutable

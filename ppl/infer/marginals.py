@@ -46,9 +46,9 @@ class FamilyMarginal:
 
 
 class KernelMarginal(FamilyMarginal):
-    """q of one Gaussian vector held in data space (ppl.infer.low_rank.KernelGaussian): mean, sd
-    and quantiles in O(N²D); the natural parameters (and so `params` and `draws`) are formed,
-    D × D, only when asked for."""
+    """q of one Gaussian vector held in data space (ppl.infer.low_rank.KernelGaussian): mean, sd,
+    quantiles and draws in O(N²D); the natural parameters (and so `params`) are formed, D × D,
+    only when asked for."""
 
     def __init__(self, family, kernel):
         self.family, self.kernel, self.observed_mask = family, kernel, None
@@ -67,6 +67,9 @@ class KernelMarginal(FamilyMarginal):
 
     def quantiles(self, qs) -> np.ndarray:
         return Marginal("normal", self.mean, self.sd).ppf(qs_column(np.asarray(qs), 1))
+
+    def draws(self, n: int, rng) -> np.ndarray:
+        return self.kernel.sample(rng, n)
 
 
 class StudentTMarginal:
