@@ -126,34 +126,6 @@ class MvNormal(ExponentialFamily):
         _, prec = self._split(nat)
         return 0.5 * self.dim * (1.0 + _LOG_2PI) - 0.5 * chol_logdet(cholesky(prec))
 
-    def solve_low_rank(self, base, rows, h, tau):
-        """(mean parameters, entropy) of one Gaussian whose λ is `base` (1, D + D²) plus
-        (Rᵀh, vec(−½ Rᵀ diag(τ) R)) for N < D rows R, through the N × N matrix
-        B = I + S R P⁻¹ Rᵀ S, S = diag(√τ) (zero τ allowed):
-
-            Σ = P⁻¹ − Uᵀ U,  U = L⁻¹ S R P⁻¹ (B = L Lᵀ),   log|Λ| = log|P| + log|B|
-
-        (Woodbury and the matrix determinant lemma): O(N²D + ND²) against O(D³). None unless
-        the base precision P is diagonal and positive (a prior N(m, diag) — the usual case)."""
-        h0, prec = self._split(base)
-        h0, prec = h0[0], prec[0]
-        p = np.diagonal(prec).copy()
-        if np.any(p <= 0) or np.count_nonzero(prec) != np.count_nonzero(p):
-            return None
-        scaled = rows * np.sqrt(tau)[:, None]  # S R
-        a = scaled / p  # S R P⁻¹
-        chol = cholesky(np.eye(len(tau)) + a @ scaled.T)
-        u = np.linalg.solve(chol, a)
-        total_h = h0 + rows.T @ h
-        mean = total_h / p - u.T @ (u @ total_h)
-        second = u.T @ u
-        second *= -1.0
-        second[np.diag_indices(self.dim)] += 1.0 / p
-        second += np.outer(mean, mean)  # E[x xᵀ] = Σ + m mᵀ, built in place (D × D, no copies)
-        logdet = np.sum(np.log(p)) + chol_logdet(chol)
-        moments = self._join(mean[None], second[None])
-        return moments, 0.5 * self.dim * (1.0 + _LOG_2PI) - 0.5 * logdet
-
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         m, cov = self.mean_cov(nat)
         z = rng.standard_normal(leading(n) + m.shape)

@@ -9,7 +9,8 @@ Every cycle takes two plain sweeps, λ0 → λ1 = F(λ0) → λ2 = F(λ1), and p
 
 The next sweep starts from λ' and gives F(λ'). The step is kept only when L(F(λ')) ≥ L(λ2);
 otherwise the state goes back to λ2 and the sweep is reported as a repeat of L(λ2), so the trace
-never decreases. A λ' outside a family's parameter space (a negative Gamma rate, a precision
+never decreases. A Gaussian vector held in data space (ppl.infer.low_rank) is not extrapolated:
+its λ would be D × D. A λ' outside a family's parameter space (a negative Gamma rate, a precision
 that is not positive definite) halves α towards −1 until every variable is valid. The bound on
 |α| grows ×4 when a step at the bound is accepted and falls back to 1 after a rejection.
 """
@@ -17,6 +18,8 @@ that is not positive definite) halves α towards −1 until every variable is va
 from __future__ import annotations
 
 import numpy as np
+
+from ppl.infer.low_rank import KernelGaussian
 
 HALVINGS = 8  # α → (α − 1)/2 at most this many times to bring λ' back into the parameter space
 
@@ -60,12 +63,14 @@ class Squarem:
                 self._elbo = before
                 return before, False
             self.accepted += 1
-        self.history.append({n: state.natural[n] for n in self.problem.latent})  # not a block's members
+        raw = dict(state.natural)  # a q held in data space as it is (reverted to, never extrapolated)
+        self.history.append({n: raw[n] for n in self.problem.latent})  # not a block's members
         self._elbo = elbo
         return elbo, True
 
     def _extrapolate(self, x0: dict, x1: dict, x2: dict) -> dict | None:
-        names = [n for n in x2 if n in x0 and n in x1]
+        names = [n for n in x2 if n in x0 and n in x1  # extrapolating a data-space q would form its D × D λ
+                 and not any(isinstance(x[n], KernelGaussian) for x in (x0, x1, x2))]
         r = {n: x1[n] - x0[n] for n in names}
         v = {n: x2[n] - 2 * x1[n] + x0[n] for n in names}
         norm_r = np.sqrt(sum(float(np.sum(a * a)) for a in r.values()))

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppl.infer.low_rank import KernelGaussian
+
 SMOOTHING = 10  # sweeps per window of the smoothed trace
 RATIO_CAP = 0.999  # a contraction ratio above this is treated as this (gap ≤ 1000 increments)
 RATIOS = 3  # increments whose ratios bound the contraction rate
@@ -96,8 +98,9 @@ class Monitor:
         self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
         self.last_pair = (previous, self.previous)
-        self.moments = (self.moments[1], {name: state.moments(name) for name in state.natural
-                                          if getattr(self.problem.families.get(name), "name", "") == "MvNormal"})
+        self.moments = (self.moments[1], {name: state.moments(name) for name, nat in state.natural.items()
+                                          if getattr(self.problem.families.get(name), "name", "") == "MvNormal"
+                                          and not isinstance(nat, KernelGaussian)})  # that one knows its sds
         if self.stochastic:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if not informative or len(trace) < 2 or not previous:
@@ -164,7 +167,9 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -
 def location(family, nat, moments=None) -> tuple[np.ndarray, np.ndarray]:
     """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
     moments (E[x], E[x xᵀ]) when given), or for a Normal–Wishart group the mean of μ with sd
-    (β E[Λ]_ii)^−½."""
+    (β E[Λ]_ii)^−½. A q held in data space (`KernelGaussian`) gives them directly."""
+    if isinstance(nat, KernelGaussian):
+        return nat.mean[None], nat.sd[None]
     if moments is not None:
         d = family.dim
         mean = moments[..., :d]

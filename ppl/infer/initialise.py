@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.infer.build import observed_stats
+from ppl.infer.low_rank import GaussianSum
 from ppl.infer.state import State
 from ppl.infer.weights import element_counts
 
 _NEUTRAL = {
     "Normal": lambda f: f.natural(mean=0.0, precision=1.0),
     "NormalChain": lambda f: np.array([0.0, -0.5, 0.0]),
-    "MvNormal": lambda f: f.natural(mean=np.zeros(f.dim), precision=np.eye(f.dim)),
+    "MvNormal": lambda f: f._join(np.zeros(f.dim), -0.5 * np.eye(f.dim)),  # N(0, I), no D × D products
     "Gamma": lambda f: f.natural(shape=1.0, rate=1.0),
     "Wishart": lambda f: f.natural(dof=f.dim + 1.0, scale=np.eye(f.dim)),
     "Dirichlet": lambda f: f.natural(alpha=np.ones(f.k)),
@@ -51,8 +52,12 @@ def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
         state.set(name, np.broadcast_to(_NEUTRAL[family.name](family), (size, family.size)).copy())
     for name in latent:
         own = [f for f in problem.neighbours[name] if f.target.name == name]
-        if own:
-            state.set(name, sum(f.message(state, name) for f in own))
+        if own:  # one statement's message kept as it is: a data-space solve recognises it later
+            state.set(name, own[0].message(state, name) if len(own) == 1 else sum(f.message(state, name) for f in own))
+    for name in problem.low_rank:  # a diagonal Gaussian prior starts in data space: no D × D solve
+        start = GaussianSum(state.natural[name]).solve(problem.families[name])
+        if start is not None:
+            state.set(name, start, factored=start.factored)
     for name in latent:
         if problem.families[name].name in ("Categorical", "CategoricalChain"):
             _break_symmetry(problem, state, name, rng)

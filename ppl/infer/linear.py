@@ -233,6 +233,10 @@ def contraction(state, term: Term):
     """(E[x], E[x²]) of the contracted vector part of a term: x = cᵀv, or x = Σ_d c_d u_d v_d
     for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de)."""
     c = term.coef
+    kernel = state.kernel.get(term.vector.name)
+    if kernel is not None and term.vector2 is None:  # q held in data space: cᵀΣc with no D × D matrix
+        mean = dot_rows(c, _first_moment(state, term.vector))
+        return mean, mean * mean + kernel.quadratic(c)
     mean, outer = vector_moments(state, term.vector, _dim(state, term.vector))
     if term.vector2 is None:
         return dot_rows(c, mean), quadratic_rows(c, outer)
@@ -286,6 +290,9 @@ def term_mean(state, term: Term):
 
 def _first_moment(state, access):
     """E[v] of an MvNormal read, plate + (C, D), gathered from the first D moments only."""
+    kernel = state.kernel.get(access.name)
+    if kernel is not None:
+        return access.gather(kernel.mean[None])
     return access.gather(state.moments(access.name)[:, :_dim(state, access)])
 
 

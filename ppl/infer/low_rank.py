@@ -3,29 +3,40 @@
 A contraction `X @ w` over N rows sends w the message Σ_n (h_n x_n, vec(−½ τ_n x_n x_nᵀ)): a
 precision of rank N. Summed densely it costs a D × D inverse per update, O(D³); kept as its
 rows (X, h, τ) next to the node's other, dense messages it can be solved in the N-dimensional
-data space instead (`MvNormal.solve_low_rank`), O(N²D + ND²) — the Bayesian linear regression
-of CVI's site form done the cheap way round when D > N (Khan & Lin App. E.1).
+data space instead, O(N²D) — the Bayesian linear regression of CVI's site form done the cheap
+way round when D > N (Khan & Lin App. E.1). The solved q stays in that form (`KernelGaussian`):
+means, variances, margins of data rows and the entropy come from N × D and N × N matrices, and
+the D × D natural parameters and moments are formed only when something asks for them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ppl.families.base import chol_logdet, cholesky
 from ppl.infer.rows import weighted_gram
+
+_LOG_2PI = np.log(2.0 * np.pi)
 
 
 class GaussianSum:
-    """A dense natural parameter plus low-rank parts (rows R (N, D), h (N,), τ (N,)), each
-    meaning (Rᵀh, vec(−½ Rᵀ diag(τ) R)). Adds like an array; `dense` makes it one."""
+    """A dense natural parameter, kept as `scale` × `base` (a damped step rescales the constant
+    prior's array instead of copying it), plus low-rank parts (rows R (N, D), h (N,), τ (N,)),
+    each meaning (Rᵀh, vec(−½ Rᵀ diag(τ) R)). Adds like an array; `dense` makes it one."""
 
     __array_ufunc__ = None  # ndarray + GaussianSum → GaussianSum.__radd__
 
-    def __init__(self, dense=0.0, parts=()):
-        self.dense_part, self.parts = dense, tuple(parts)
+    def __init__(self, dense=0.0, parts=(), scale=1.0):
+        self.base, self.scale, self.parts = dense, scale, tuple(parts)
+        self.diagonal = None  # (h, diagonal of Λ) of `base`, once `solve` found it
+
+    @property
+    def dense_part(self):
+        return self.base if self.scale == 1.0 else self.scale * self.base
 
     def __add__(self, other):
         if not isinstance(other, GaussianSum):
-            return GaussianSum(self.dense_part + other, self.parts)
+            return GaussianSum(_plus(self.dense_part, other), self.parts)
         parts = list(self.parts)
         for rows, h, tau in other.parts:  # parts on the same rows merge: a damped step keeps rank N
             same = next((i for i, p in enumerate(parts) if _same_array(p[0], rows)), None)
@@ -33,13 +44,16 @@ class GaussianSum:
                 parts.append((rows, h, tau))
             else:
                 parts[same] = (rows, parts[same][1] + h, parts[same][2] + tau)
-        return GaussianSum(self.dense_part + other.dense_part, parts)
+        if self.base is other.base:  # (1 − β)·prior + β·prior: the same array, rescaled
+            return GaussianSum(self.base, parts, self.scale + other.scale)
+        return GaussianSum(_plus(self.dense_part, other.dense_part), parts)
 
     __radd__ = __add__
 
     def scaled(self, factor: float) -> "GaussianSum":
         """factor × the sum, still factored: the damped update (1 − β)λ + β·Σ messages."""
-        return GaussianSum(factor * self.dense_part, [(rows, factor * h, factor * tau) for rows, h, tau in self.parts])
+        return GaussianSum(self.base, [(rows, factor * h, factor * tau) for rows, h, tau in self.parts],
+                           self.scale * factor)
 
     def dense(self) -> np.ndarray:
         total = self.dense_part
@@ -47,17 +61,107 @@ class GaussianSum:
             total = total + np.concatenate([rows.T @ h, (-0.5 * weighted_gram(rows, tau)).reshape(-1)])[None, :]
         return total
 
-    def solve(self, family):
-        """(natural, moments, entropy, self) by Woodbury when the parts have fewer rows than the
-        dimension and the dense part is a diagonal precision; None otherwise (solve densely)."""
-        if not self.parts or np.ndim(self.dense_part) != 2:
+    def solve(self, family, previous=None):
+        """q as a `KernelGaussian` when the parts have fewer rows than the dimension, every τ ≥ 0
+        and the dense part is a diagonal precision; None otherwise (solve densely). `previous`:
+        the sum solved last time, whose diagonal is reused when its base is the same array (a
+        constant prior: no D × D scan per sweep)."""
+        if np.ndim(self.base) != 2 or sum(len(p[0]) for p in self.parts) >= family.dim:
             return None
-        if sum(len(p[0]) for p in self.parts) >= family.dim:
+        if previous is not None and previous.base is self.base:
+            self.diagonal = previous.diagonal
+        else:
+            self.diagonal = diagonal_prior(family, self.base)
+        if self.diagonal is None or self.scale <= 0:
             return None
-        rows = np.concatenate([p[0] for p in self.parts])
-        h, tau = (np.concatenate([p[k] for p in self.parts]) for k in (1, 2))
-        solved = family.solve_low_rank(self.dense_part, rows, h, tau)
-        return None if solved is None else (self.dense(),) + solved + (self,)
+        d = family.dim
+        rows = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros((0, d))
+        h, tau = (np.concatenate([p[k] for p in self.parts]) if self.parts else np.zeros(0) for k in (1, 2))
+        if np.any(tau < 0):
+            return None
+        h0, p = self.diagonal
+        return KernelGaussian(family, self.scale * p, self.scale * h0 + rows.T @ h, rows, tau, self)
+
+
+def _plus(a, b):
+    """a + b, without copying a D + D² array to add a zero to it."""
+    if np.ndim(a) == 0 and a == 0.0:
+        return b
+    if np.ndim(b) == 0 and b == 0.0:
+        return a
+    return a + b
+
+
+def diagonal_prior(family, natural):
+    """(h, diagonal of Λ) of a Gaussian natural parameter (1, D + D²) whose precision is diagonal
+    and positive; None otherwise."""
+    d = family.dim
+    h, matrix = natural[0, :d], natural[0, d:].reshape(d, d)
+    p = -2.0 * np.diagonal(matrix).copy()
+    if np.any(p <= 0) or np.count_nonzero(matrix) != np.count_nonzero(p):
+        return None
+    return h, p
+
+
+class KernelGaussian:
+    """q(w) = N(μ, Σ) with Λ = P + Rᵀ diag(τ) R, P diagonal, R (N, D) with N < D, held through
+
+        B = I + S R P⁻¹ Rᵀ S = L Lᵀ (S = diag √τ),  U = L⁻¹ S R P⁻¹ (N, D),  Σ = P⁻¹ − UᵀU
+
+    (Woodbury) and log|Λ| = log|P| + log|B| (the matrix determinant lemma). Mean, variances, the
+    margins of data rows and the entropy cost O(N²D); `natural` and `moments`, the D × D arrays
+    of the family's layout, are formed on first use only. Immutable once solved."""
+
+    def __init__(self, family, p, h, rows, tau, factored=None):
+        self.family, self.p, self.h, self.rows, self.tau = family, p, h, rows, tau
+        self.factored = factored  # the GaussianSum solved (for a damped step after this one)
+        root = np.sqrt(tau)
+        a = rows * root[:, None] / p  # S R P⁻¹
+        chol = cholesky(np.eye(len(tau)) + a @ (rows * root[:, None]).T)
+        self.u = np.linalg.solve(chol, a) if len(tau) else a
+        self.chol, self.root = chol, root
+        self.mean = h / p - self.u.T @ (self.u @ h)
+        self.var = 1.0 / p - np.einsum("nd,nd->d", self.u, self.u)
+        self.logdet = float(np.sum(np.log(p)) + (chol_logdet(chol) if len(tau) else 0.0))  # log|Λ|
+        self.entropy = 0.5 * family.dim * (1.0 + _LOG_2PI) - 0.5 * self.logdet
+        self._natural = self._moments = None
+
+    @property
+    def sd(self) -> np.ndarray:
+        return np.sqrt(np.maximum(self.var, 0.0))
+
+    def quadratic(self, c: np.ndarray) -> np.ndarray:
+        """cᵀΣc for rows c (any leading axes + (D,)): Σ_d c_d²/p_d − |U c|², no D × D matrix."""
+        return np.sum(c * c / self.p, -1) - np.sum((c @ self.u.T) ** 2, -1)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """n draws (n, D) in O(N D) each (Bhattacharya, Chakraborty & Mallick 2016): u ~ N(0, P⁻¹),
+        δ ~ N(0, I_N), then μ + u − P⁻¹ Rᵀ S B⁻¹ (S R u + δ) ~ N(μ, Σ); no D × D factor."""
+        u = rng.standard_normal((n, self.family.dim)) / np.sqrt(self.p)
+        v = (u @ self.rows.T) * self.root + rng.standard_normal((n, len(self.tau)))
+        w = np.linalg.solve(self.chol.T, np.linalg.solve(self.chol, v.T)).T if len(self.tau) else v
+        return self.mean + u - ((w * self.root) @ self.rows) / self.p
+
+    def copy(self) -> "KernelGaussian":
+        return self  # immutable
+
+    def natural(self) -> np.ndarray:
+        """(1, D + D²): λ in the family's layout, formed once on demand."""
+        if self._natural is None:
+            matrix = -0.5 * weighted_gram(self.rows, self.tau) if len(self.tau) else np.zeros((self.family.dim,) * 2)
+            matrix[np.diag_indices(self.family.dim)] -= 0.5 * self.p
+            self._natural = np.concatenate([self.h, matrix.reshape(-1)])[None, :]
+        return self._natural
+
+    def moments(self) -> np.ndarray:
+        """(1, D + D²): (E[w], E[w wᵀ]) = (μ, P⁻¹ − UᵀU + μμᵀ), formed once on demand."""
+        if self._moments is None:
+            second = self.u.T @ self.u
+            second *= -1.0
+            second[np.diag_indices(self.family.dim)] += 1.0 / self.p
+            second += np.outer(self.mean, self.mean)
+            self._moments = np.concatenate([self.mean, second.reshape(-1)])[None, :]
+        return self._moments
 
 
 def _same_array(a, b) -> bool:

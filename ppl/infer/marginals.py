@@ -12,7 +12,7 @@ import numpy as np
 from scipy import special
 
 from ppl import families as fam
-from ppl.families.base import chol_inverse
+from ppl.families.base import Marginal, chol_inverse, qs_column
 
 
 class FamilyMarginal:
@@ -43,6 +43,33 @@ class FamilyMarginal:
 
     def params(self) -> dict:
         return self.family.params(self.natural)
+
+
+class KernelMarginal(FamilyMarginal):
+    """q of one Gaussian vector held in data space (ppl.infer.low_rank.KernelGaussian): mean, sd,
+    quantiles and draws in O(N²D); the natural parameters (and so `params`) are formed, D × D,
+    only when asked for."""
+
+    def __init__(self, family, kernel):
+        self.family, self.kernel, self.observed_mask = family, kernel, None
+
+    @property
+    def natural(self) -> np.ndarray:
+        return self.kernel.natural()[0]
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.kernel.mean
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self.kernel.sd
+
+    def quantiles(self, qs) -> np.ndarray:
+        return Marginal("normal", self.mean, self.sd).ppf(qs_column(np.asarray(qs), 1))
+
+    def draws(self, n: int, rng) -> np.ndarray:
+        return self.kernel.sample(rng, n)
 
 
 class StudentTMarginal:

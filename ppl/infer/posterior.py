@@ -15,7 +15,7 @@ import numpy as np
 
 from ppl.infer import selection
 from ppl.infer.factors.joint import group_key
-from ppl.infer.marginals import FamilyMarginal, JointDraws
+from ppl.infer.marginals import FamilyMarginal, JointDraws, KernelMarginal
 from ppl.infer.state import NumericalBreakdown
 
 QUANTILES = (0.025, 0.975)
@@ -232,7 +232,9 @@ def build_posterior(problem, run, analysis) -> Posterior:
     state, model = run.state, problem.model
     q = {}
     for name in model.variables:
-        if name in state.natural:
+        if name in state.kernel and problem.shapes[name] == ():
+            q[name] = KernelMarginal(problem.families[name], state.kernel[name])
+        elif name in state.natural:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
             q[name] = FamilyMarginal(problem.families[name], nat, problem.dataset.masks.get(name))
     joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
@@ -276,7 +278,7 @@ def _priors(problem, state, q: dict) -> dict:
         own = [f for f in problem.neighbours.get(name, ()) if getattr(f, "factor", None) is not None
                and f.factor.target.name == name]
         if own and len(own[0].reads.get(name, ())) == 1:  # the statement reads its target once
-            priors[name] = np.asarray(own[0].message(state, name)).reshape(marginal.natural.shape)
+            priors[name] = np.asarray(own[0].message(state, name)).reshape(problem.shapes[name] + (-1,))
     return priors
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.infer.access import Unsupported
+from ppl.infer.low_rank import KernelGaussian
 
 ONE_HOT_LIMIT = 2 ** 27  # cells (1 GiB of float64): a larger one-hot array is refused, not allocated
 
@@ -27,13 +28,24 @@ class NumericalBreakdown(Exception):
         return NumericalBreakdown, (self.name, self.detail)
 
 
+class Naturals(dict):
+    """name -> λ. A Gaussian vector solved in data space is held as its `KernelGaussian`: reading
+    it by key gives λ in the family's layout (formed then, D × D); `items()`, `get` and copies
+    keep the `KernelGaussian`, which code that knows the form reads in O(N²D)."""
+
+    def __getitem__(self, name):
+        value = dict.__getitem__(self, name)
+        return value.natural() if isinstance(value, KernelGaussian) else value
+
+
 class State:
     """λ per latent variable as a (elements, size) array; moments E[t(x)] computed on demand."""
 
     def __init__(self, families: dict, shapes: dict):
         self.families = families  # name -> Family
         self.shapes = shapes  # name -> plate shape
-        self.natural: dict = {}
+        self.natural = Naturals()
+        self.kernel: dict = {}  # name -> KernelGaussian: q of a Gaussian vector held in data space
         self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
         self.codes: dict = {}  # name -> codes (elements,) of an observed categorical (stats None)
         self.counts: dict = {}  # name -> row weight per element: multiplies its entropy (ppl.infer.weights)
@@ -49,11 +61,17 @@ class State:
 
     def set(self, name: str, natural: np.ndarray, moments=None, entropy=None, factored=None) -> None:
         """New λ for `name`; `moments` and `entropy` when the caller solved them already, and λ
-        `factored` as the GaussianSum it was solved from (Woodbury; ppl.infer.low_rank). Pinned
-        elements (`pin`) keep their λ."""
+        `factored` as the GaussianSum it was solved from (Woodbury; ppl.infer.low_rank), `natural`
+        a `KernelGaussian` when it was solved in data space. Pinned elements (`pin`) keep their λ."""
         if name in self.pinned:
             mask, fixed = self.pinned[name]
-            natural, moments, entropy, factored = np.where(mask[:, None], fixed, natural), None, None, None
+            dense = natural.natural() if isinstance(natural, KernelGaussian) else natural
+            natural, moments, entropy, factored = np.where(mask[:, None], fixed, dense), None, None, None
+        if isinstance(natural, KernelGaussian):
+            self.kernel[name] = natural
+            entropy = natural.entropy
+        else:
+            self.kernel.pop(name, None)
         self.natural[name] = natural
         self.factored[name] = factored
         self._moments.pop(name, None)
@@ -86,6 +104,8 @@ class State:
         if cached is None:
             if name in self.codes:
                 cached = self._one_hot(name)
+            elif name in self.kernel:
+                cached = self.kernel[name].moments()
             elif name in self.observed and self.observed[name][1] is None:
                 cached = self.observed[name][0]
             elif hasattr(self.families[name], "solve"):  # a chain: moments and entropy in one pass
@@ -137,7 +157,8 @@ class State:
     def copy(self, natural: dict | None = None) -> "State":
         """An independent state with this one's λ, or with `natural` (an earlier `dict(state.natural)`)."""
         other = State(self.families, self.shapes)
-        other.natural = {k: v.copy() for k, v in (self.natural if natural is None else natural).items()}
+        other.natural = Naturals({k: v.copy() for k, v in (self.natural if natural is None else natural).items()})
+        other.kernel = {k: v for k, v in other.natural.items() if isinstance(v, KernelGaussian)}
         other.versions = {k: -1 - v for k, v in self.versions.items()}  # never equal to a live version
         other.observed = self.observed
         other.codes = self.codes

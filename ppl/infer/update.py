@@ -13,19 +13,21 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
     if received is not None:
         names, total = received
         total = total + sum(f.message(state, name) for f in problem.neighbours[name] if f.name not in names)
-    elif name in problem.low_rank:
-        total = sum(f.message(state, name, factored=True) for f in problem.neighbours[name])
+    elif name in problem.low_rank:  # started from an empty sum: a constant prior's array is not copied
+        total = sum((f.message(state, name, factored=True) for f in problem.neighbours[name]), GaussianSum())
     else:
         total = sum(f.message(state, name) for f in problem.neighbours[name])
     if isinstance(total, GaussianSum):  # a vector read through fewer rows than its dimension
         previous = state.factored.get(name)
-        if damping < 1.0 and previous is not None:
+        mixed = damping < 1.0 and previous is not None
+        if mixed:
             total = previous.scaled(1 - damping) + total.scaled(damping)
-        solved = total.solve(state.families[name]) if damping == 1.0 or previous is not None else None
+        solved = total.solve(state.families[name], previous) if damping == 1.0 or mixed else None
         if solved is not None:
-            state.set(name, *solved)
+            state.set(name, solved, factored=total)
             return
         total = total.dense()
+        damping = 1.0 if mixed else damping  # the damped λ already
     if name in problem.searched:  # a Newton step on a block with a log precision
         from ppl.infer.block_step import searched_step
         searched_step(problem, state, name, total, damping)

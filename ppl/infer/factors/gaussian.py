@@ -49,6 +49,11 @@ class GaussianFactor(FactorRuntime):
         return y2 - cross - np.swapaxes(cross, -1, -2) + m2
 
     def _expected_log(self, state):
+        kernel = state.kernel.get(self.factor.target.name) if self.dim else None
+        if kernel is not None and self.precision.diagonal is not None and not self.mean.terms:
+            # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
+            err = kernel.var + (kernel.mean - self.mean.offset) ** 2
+            return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * np.sum(self.precision.diagonal * err, -1)
         prec, logdet = self.precision.expect(state)
         err = self._squared_error(state)
         if not self.dim:
@@ -62,6 +67,17 @@ class GaussianFactor(FactorRuntime):
         if access is self.precision.access:
             return self.precision.message(state, self._squared_error(state))
         return self._to_mean_read(state, access)
+
+    def message(self, state, name: str, factored: bool = False):
+        """The summed message; to the value, when the statement reads it once, the same array
+        while the variables it does read are unchanged (a constant prior's D + D² message is
+        made once, and a data-space solve recognises it: ppl.infer.low_rank)."""
+        if name != self.factor.target.name or len(self.reads.get(name, ())) != 1:
+            return super().message(state, name, factored)
+        key = self.version_key(state, [n for n in self.reads if n != name])
+        if getattr(self, "_value_key", None) != key:
+            self._value_key, self._value_message = key, super().message(state, name, factored)
+        return self._value_message
 
     def _to_value(self, state):
         prec, _ = self.precision.expect(state)
@@ -102,6 +118,7 @@ class _Precision:
         self.kind = "const"
         self.scale = 1.0
         self.matrix = None
+        self.diagonal = None  # a constant diagonal precision matrix, as its diagonal (D,)
         dim = owner.dim
         latent = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)
                   and model.variables.get(n.id) is not None and model.variables[n.id].kind == "latent"]
@@ -115,7 +132,10 @@ class _Precision:
                 value = covariance_to_precision(value)
             event = (dim, dim) if dim else ()
             self.value = np.broadcast_to(value, owner.builder.shape() + event)
-            logdet = np.linalg.slogdet(value)[1] if dim else np.log(value)  # once: the precision is fixed
+            if dim and np.ndim(value) == 2 and np.count_nonzero(value) == np.count_nonzero(np.diagonal(value)):
+                self.diagonal = np.diagonal(value).copy()
+            logdet = (np.sum(np.log(self.diagonal)) if self.diagonal is not None and np.all(self.diagonal > 0) else
+                      np.linalg.slogdet(value)[1] if dim else np.log(value))  # once: the precision is fixed
             self.logdet = np.broadcast_to(logdet, owner.builder.shape())
             return
         if role != "precision":
