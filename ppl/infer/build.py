@@ -22,6 +22,7 @@ from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
+from ppl.infer.factorial_levels import level_groups
 from ppl.infer.fused_mixture import mixture_kernel
 from ppl.lang import ast
 from ppl.infer.schedule.blocks import block_defaults
@@ -64,6 +65,7 @@ class Problem:
     analysis: object = None  # the analyzer's tags and scopes, for binding the model to minibatches
     local: tuple = ()  # local variables, in the order the batch E-step sweeps them
     kernel: object = None  # a fused sweep for a structure it covers (ppl.infer.fused_mixture), or None
+    levels: tuple = ()  # (factorial factor, its levels) updated jointly (ppl.infer.factorial_levels)
 
     @property
     def inner(self) -> int:
@@ -208,6 +210,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                       schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
     problem.schedule = block_defaults(problem)
     problem.kernel = mixture_kernel(problem)
+    problem.levels = level_groups(problem)
     return problem
 
 
