@@ -25,8 +25,9 @@ class Squarem:
     """The accelerator as two hooks around the engine's sweep: `before_sweep` may move the state
     to an extrapolated point, `after_sweep` keeps or rejects the sweep that followed it."""
 
-    def __init__(self, problem):
-        self.problem = problem
+    def __init__(self, problem, residual: bool = False):
+        self.problem, self.residual = problem, residual
+        self.proposal = None  # λ' and ‖λ2 − λ1‖ during an extrapolated sweep (the residual merit)
         self.history: list = []  # naturals of the plain sweeps of the current cycle
         self.fallback = None  # (naturals of λ2, L(λ2), λ2 as solved GaussianSums) during an extrapolated sweep
         self.step_max = 1.0
@@ -43,6 +44,7 @@ class Squarem:
             self.history = [x2]
             return
         self.fallback = (x2, self._elbo, dict(state.factored))
+        self.proposal = (proposal, _norm({n: x2[n] - x1[n] for n in proposal}))
         for name, nat in proposal.items():
             state.set(name, nat)
 
@@ -51,7 +53,7 @@ class Squarem:
         if self.fallback is not None:
             saved, before, factored = self.fallback
             self.fallback = None
-            if elbo < before:
+            if self._worse(state, elbo, before):
                 for name, nat in saved.items():
                     state.set(name, nat, factored=factored.get(name))
                 self.rejected += 1
@@ -64,12 +66,20 @@ class Squarem:
         self._elbo = elbo
         return elbo, True
 
+    def _worse(self, state, elbo: float, before: float) -> bool:
+        """Whether the extrapolated sweep is to be rejected: the objective fell (an ascent rule), or,
+        for an objective that is not a bound (Laplace, delta), the fixed-point residual
+        ‖F(λ') − λ'‖ grew beyond the last plain sweep's ‖λ2 − λ1‖ (or the objective is not finite)."""
+        if not self.residual or not np.isfinite(elbo):
+            return elbo < before
+        proposal, last = self.proposal
+        return _norm({n: state.natural[n] - proposal[n] for n in proposal}) > last
+
     def _extrapolate(self, x0: dict, x1: dict, x2: dict) -> dict | None:
         names = [n for n in x2 if n in x0 and n in x1]
         r = {n: x1[n] - x0[n] for n in names}
         v = {n: x2[n] - 2 * x1[n] + x0[n] for n in names}
-        norm_r = np.sqrt(sum(float(np.sum(a * a)) for a in r.values()))
-        norm_v = np.sqrt(sum(float(np.sum(a * a)) for a in v.values()))
+        norm_r, norm_v = _norm(r), _norm(v)
         if not (norm_v > 0 and np.isfinite(norm_v)):
             return None
         alpha = -min(max(norm_r / norm_v, 1.0), self.step_max)
@@ -85,11 +95,21 @@ class Squarem:
         return None
 
 
+def _norm(arrays: dict) -> float:
+    return float(np.sqrt(sum(float(np.sum(a * a)) for a in arrays.values())))
+
+
 def accelerator(problem, requested: bool | None):
-    """The accelerator for this run: SQUAREM by default when every rule is closed-form VMP (the
-    safeguard then rests on an ascent guarantee), on request for other deterministic rules (it
-    keeps a step only if the objective rose), never for stochastic rules (their ELBO
-    differences are noise)."""
-    if problem.stochastic or requested is False or (requested is None and not problem.pure_vmp):
+    """The accelerator for this run: SQUAREM by default for every deterministic rule, never for
+    stochastic rules (their ELBO differences are noise). Under VMP and the monotone bounds the
+    safeguard rests on an ascent guarantee; under NC-VMP and the damped bounds the plain sweep is
+    not ascent either, and a step is kept only if the objective rose (on every model in models/ it
+    never took more sweeps than the plain run: docs/rules/vmp.md#convergence). Laplace and delta
+    (an objective that is not a bound, falling near its fixed point) take it on request, with the
+    fixed-point residual as the merit."""
+    if problem.stochastic or requested is False:
         return None
-    return Squarem(problem)
+    approximate = any(getattr(f, "rule", "") in ("laplace", "delta") for f in problem.factors)
+    if requested is None and approximate:
+        return None
+    return Squarem(problem, residual=approximate)

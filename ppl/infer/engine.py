@@ -52,7 +52,7 @@ class Options:
     time_limit: float | None = None
     damping: float = 1.0
     record_terms: bool = False  # keep every factor's ELBO term after every sweep (for plots)
-    accelerate: bool | None = None  # SQUAREM; None: on for pure-VMP models
+    accelerate: bool | None = None  # SQUAREM; None: on for deterministic rules but Laplace/delta
 
     def validate(self) -> "Options":
         from ppl.diagnostics import OptionError
