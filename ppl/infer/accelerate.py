@@ -25,16 +25,20 @@ class Squarem:
     """The accelerator as two hooks around the engine's sweep: `before_sweep` may move the state
     to an extrapolated point, `after_sweep` keeps or rejects the sweep that followed it."""
 
-    def __init__(self, problem, residual: bool = False):
-        self.problem, self.residual = problem, residual
+    def __init__(self, problem, residual: bool = False, requested: bool = True):
+        self.problem, self.residual, self.requested = problem, residual, requested
         self.proposal = None  # λ' and ‖λ2 − λ1‖ during an extrapolated sweep (the residual merit)
         self.history: list = []  # naturals of the plain sweeps of the current cycle
         self.fallback = None  # (naturals of λ2, L(λ2), λ2 as solved GaussianSums) during an extrapolated sweep
         self.step_max = 1.0
         self.accepted = self.rejected = 0
+        self.extrapolated = False  # the last sweep started from an extrapolated point
         self._elbo = -np.inf
 
     def before_sweep(self, state) -> None:
+        if not self.requested and any(f is not None for f in state.factored.values()):
+            self.history = []  # a Gaussian solved in data space (Woodbury): λ' would be its dense D × D
+            return  # natural parameters, slower per sweep than the sweeps saved (logistic_wide)
         if len(self.history) < 3:
             return
         x0, x1, x2 = self.history
@@ -50,6 +54,7 @@ class Squarem:
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
         """(ELBO to record, whether the sweep is a new point); reverts a step that lowered L."""
+        self.extrapolated = self.fallback is not None
         if self.fallback is not None:
             saved, before, factored = self.fallback
             self.fallback = None
@@ -103,13 +108,10 @@ def accelerator(problem, requested: bool | None):
     """The accelerator for this run: SQUAREM by default for every deterministic rule, never for
     stochastic rules (their ELBO differences are noise). Under VMP and the monotone bounds the
     safeguard rests on an ascent guarantee; under NC-VMP and the damped bounds the plain sweep is
-    not ascent either, and a step is kept only if the objective rose (on every model in models/ it
-    never took more sweeps than the plain run: docs/rules/vmp.md#convergence). Laplace and delta
-    (an objective that is not a bound, falling near its fixed point) take it on request, with the
-    fixed-point residual as the merit."""
+    not ascent either, and a step is kept only if the objective rose; under Laplace and delta (an
+    objective that is not a bound, falling near its fixed point) only if the fixed-point residual
+    did not grow. Evidence on models/: docs/rules/vmp.md#acceleration-squarem. By default no step
+    is extrapolated while a Gaussian is solved in data space (Woodbury: λ' would be dense)."""
     if problem.stochastic or requested is False:
         return None
-    approximate = any(getattr(f, "rule", "") in ("laplace", "delta") for f in problem.factors)
-    if requested is None and approximate:
-        return None
-    return Squarem(problem, residual=approximate)
+    return Squarem(problem, residual=problem.approximate, requested=bool(requested))

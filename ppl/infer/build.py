@@ -73,6 +73,11 @@ class Problem:
         coordinate ascent, one sweep (today's plain VMP) when some rule is damped or stochastic."""
         return self.schedule.local_sweeps if self.pure_vmp else 1
 
+    @property
+    def approximate(self) -> bool:
+        """Some rule's objective is Wang & Blei's approximation, not a bound (Laplace, delta)."""
+        return any(getattr(f, "rule", "") in APPROXIMATE_RULES for f in self.factors)
+
     def step(self, name: str, iteration: int) -> float:
         return step_size(self.steps.get(name, (1.0, 0.0)), iteration)
 
