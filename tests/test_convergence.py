@@ -77,7 +77,7 @@ def test_accelerated_vmp_never_decreases_and_reaches_the_plain_fixed_point_soone
     assert fast.iterations < plain.iterations
 
 
-@pytest.mark.parametrize("name", ["poisson_regression", "hierarchical_logistic", "binary_fa"])
+@pytest.mark.parametrize("name", ["poisson_regression", "hierarchical_logistic", "binary_fa", "logistic_regression"])
 def test_ncvmp_is_accelerated_by_default_and_reaches_the_plain_fixed_point_sooner(name):
     """NC-VMP is not ascent: the safeguard keeps an extrapolation only if the objective rose, so
     the recorded trace never falls below its running best because of one."""
@@ -98,7 +98,7 @@ def test_extrapolation_stays_in_the_parameter_space():
     xs = [{"t": np.column_stack([np.ones(1), rates[k]])} for k in range(3)]
 
     class Problem:
-        families = {"t": family}
+        families, pure_vmp = {"t": family}, True
 
     step = Squarem(Problem())
     step.step_max = 64.0
