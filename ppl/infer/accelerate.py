@@ -117,8 +117,12 @@ def accelerator(problem, requested: bool | None):
     safeguard rests on an ascent guarantee; under NC-VMP and the damped bounds the plain sweep is
     not ascent either, and a step is kept only if the objective rose; under Laplace and delta (an
     objective that is not a bound, falling near its fixed point) only if the fixed-point residual
-    did not grow. Evidence on models/: docs/rules/vmp.md#acceleration-squarem. By default no step
-    is extrapolated while a Gaussian is solved in data space (Woodbury: λ' would be dense)."""
+    did not grow. Evidence on models/: docs/rules/vmp.md#acceleration-squarem. Not by default
+    under `cvi` with exact gradients (its site form keeps per-row sites that an extrapolation
+    neither moves nor restores), and no step is extrapolated by default while a Gaussian is
+    solved in data space (Woodbury: λ' would be dense)."""
     if problem.stochastic or requested is False:
+        return None
+    if requested is None and any(getattr(f, "rule", "") == "cvi" for f in problem.factors):
         return None
     return Squarem(problem, residual=problem.approximate, requested=bool(requested))
