@@ -106,8 +106,10 @@ class Model:
             `mean_tol` posterior standard deviations in the last sweep.
         accelerate : bool, optional
             SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
-            fall. Default: on when every rule is `vmp`; True turns it on for the other
-            deterministic rules (ncvmp, the bounds, laplace, delta), False off (and on a cluster).
+            fall (laplace, delta: when the fixed-point residual does not grow, their objective
+            not being a bound). Default: on for the deterministic rules, but no extrapolation
+            while a Gaussian is solved in data space (Woodbury); True: always; False: off (and
+            on a cluster).
         gaussian_block : str, optional
             ``"all"``: one joint Gaussian q over every Normal and MvNormal latent (mean field when
             the block would be too large); ``"none"``: mean field; ``"mu,a,b"``: those

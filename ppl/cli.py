@@ -71,7 +71,8 @@ def parser() -> argparse.ArgumentParser:
                             "sweep (default 1e-5)")
     infer.add_argument("--accelerate", action=argparse.BooleanOptionalAction, default=None,
                        help="SQUAREM steps on the natural parameters, kept only if the ELBO does not fall "
-                            "(default: on when every rule is vmp; --accelerate for other deterministic rules)")
+                            "(laplace, delta: if the fixed-point residual does not grow); default: on for "
+                            "deterministic rules, off while a Gaussian is solved by Woodbury")
     infer.add_argument("--schedule", metavar="SCHEDULE", help="how steps visit the groups of the data, e.g. "
                        "'svi(batch=64)' (overrides the model's `schedule` statement; default batch)")
     infer.add_argument("--stream", action="store_true", help="with a stochastic --schedule: read each step's "

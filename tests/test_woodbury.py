@@ -99,7 +99,7 @@ def test_d_greater_than_n_logistic_regression_runs_the_dense_iterates(annotation
         assert problem.low_rank == ("w",)
         if not low_rank:
             problem.low_rank = ()
-        runs.append(run(problem, Options(seed=0, max_iter=15, tol=1e-300)))
+        runs.append(run(problem, Options(seed=0, max_iter=15, tol=1e-300, accelerate=False)))  # plain iterates
     fast, dense = runs
     common = min(len(fast.trace), len(dense.trace))  # either may stop once round-off repeats the ELBO
     assert common >= 5

@@ -22,6 +22,7 @@ from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
+from ppl.infer.factorial_levels import level_groups
 from ppl.infer.fused_mixture import mixture_kernel
 from ppl.infer.schedule.fused_lda import lda_kernel
 from ppl.lang import ast
@@ -67,12 +68,18 @@ class Problem:
     kernel: object = None  # a fused sweep for a structure it covers (ppl.infer.fused_mixture), or None
     searched: tuple = ()  # Gaussian blocks with a log precision: Newton steps, searched (ppl.infer.block_step)
     blocks: dict = field(default_factory=dict)  # local names -> fused E-step block or None (schedule.blocks)
+    levels: tuple = ()  # (factorial factor, its levels) updated jointly (ppl.infer.factorial_levels)
 
     @property
     def inner(self) -> int:
         """E-step sweeps at most: local blocks to convergence when their updates are closed-form
         coordinate ascent, one sweep (today's plain VMP) when some rule is damped or stochastic."""
         return self.schedule.local_sweeps if self.pure_vmp else 1
+
+    @property
+    def approximate(self) -> bool:
+        """Some rule's objective is Wang & Blei's approximation, not a bound (Laplace, delta)."""
+        return any(getattr(f, "rule", "") in APPROXIMATE_RULES for f in self.factors)
 
     def step(self, name: str, iteration: int) -> float:
         return step_size(self.steps.get(name, (1.0, 0.0)), iteration)
@@ -213,6 +220,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     problem.schedule = block_defaults(problem)
     problem.searched = searched
     problem.kernel = mixture_kernel(problem) or lda_kernel(problem)
+    problem.levels = level_groups(problem)
     return problem
 
 

@@ -52,7 +52,7 @@ class Options:
     time_limit: float | None = None
     damping: float = 1.0
     record_terms: bool = False  # keep every factor's ELBO term after every sweep (for plots)
-    accelerate: bool | None = None  # SQUAREM; None: on for pure-VMP models
+    accelerate: bool | None = None  # SQUAREM; None: on for deterministic rules (but not with Woodbury)
 
     def validate(self) -> "Options":
         from ppl.diagnostics import OptionError
@@ -128,7 +128,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
     elbo = _initial_elbo(problem, state)
     accel = accelerator(problem, options.accelerate) if options.damping == 1.0 and not restarted else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
-    iteration = 0
+    iteration, residuals = 0, _Residuals(problem)
     for iteration in range(1, options.max_iter + 1):
         if accel is not None:
             accel.before_sweep(state)
@@ -143,9 +143,10 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
         if accel is not None:
             new, informative = accel.after_sweep(state, new)
         fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
+        oscillates = residuals.grew(state, informative and not (accel is not None and accel.extrapolated))
         if fell and problem.pure_vmp and options.damping == 1.0 and not restarted:
             _explain_decrease(problem, state.copy(before), elbo, options.damping)
-        elif fell and problem.damped:
+        elif fell and problem.damped and oscillates:
             notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)
         trace_se.append(se)
@@ -194,6 +195,29 @@ def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
             f"is now {shrink[damped[0]]:g}")
     warnings.warn(note, DampingWarning, stacklevel=3)
     return [note]
+
+
+class _Residuals:
+    """The fixed-point residual ‖λ_t − λ_{t−1}‖ of the damped variables. Under Laplace and delta
+    the objective is not a bound and may fall as the run nears its fixed point (ctm: by 1e-5 to
+    1e-7 nats a sweep), so a fall halves their step only if the residual grew too (an
+    oscillation); under NC-VMP and the damped bounds every fall does (`grew` is then True)."""
+
+    def __init__(self, problem):
+        self.names = problem.damped if problem.approximate else ()
+        self.last, self.size = {}, np.inf
+
+    def grew(self, state, judged: bool = True) -> bool:
+        """Whether this sweep's residual is at least the last one's; `judged=False` after a sweep
+        that repeats the last point or follows an extrapolation (no plain residual to compare)."""
+        if not self.names:
+            return True
+        now = {n: state.natural[n] for n in self.names}
+        size = (np.sqrt(sum(float(np.sum((now[n] - self.last[n]) ** 2)) for n in self.names))
+                if self.last else np.inf)
+        grew = judged and size >= self.size
+        self.last, self.size = now, (size if judged else np.inf)
+        return grew
 
 
 def _explain_decrease(problem: Problem, snapshot, before: float, damping: float) -> None:

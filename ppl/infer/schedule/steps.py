@@ -17,6 +17,7 @@ import numpy as np
 
 from ppl.diagnostics import ModelError
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
+from ppl.infer.factorial_levels import shift_levels
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.blocks import dirichlet_categorical
 from ppl.infer.update import update
@@ -31,9 +32,13 @@ def batch_sweep(problem, state, step) -> int:
     if problem.kernel is not None and step(problem.order[0]) == 1.0:  # a kernel's problem has no
         problem.kernel.sweep(state)  # per-variable steps: one damping for all. The same updates, fused
         return 1
+    joint = {max(names, key=problem.order.index): (factor, names) for factor, names in problem.levels
+             if all(step(n) == 1.0 for n in names)}
     for name in problem.order:
         if name not in problem.local:
             update(problem, state, name, step(name))
+        if name in joint:
+            shift_levels(problem, state, *joint[name])
     return batch_e_step(problem, state, step)
 
 
