@@ -1,0 +1,171 @@
+"""LDA at scale in SVI mode: corpora streamed from disk, peak memory and time per pass against N.
+
+Corpora of 1e6, 3e6 and 1e7 tokens drawn from LDA's generative process (K = 100 topics, α = 0.1,
+η = 0.01, V = 10,000 words, documents of 500 tokens, seed 0), written once to a temporary folder
+as doc,word,count rows (what a user has). Each is fitted by the CLI in a fresh process,
+
+    ppl infer lda.vim corpus.csv --schedule 'svi(batch=B, passes=P, tau=10, ramp=0, init=random)' --stream
+
+and the table gives tokens, rows, passes, steps, seconds per pass (the steps; the final ELBO is
+one more pass over every document, timed apart), documents per second, the whole process's peak
+RSS (`os.wait4`) and the ELBO estimate with its standard error as the report prints it.
+One BLAS thread; a shared machine, so timings are noisy. Writes the section
+"## LDA at scale (SVI, streamed)" of docs/benchmarks.md.
+
+    python3 benchmarks/lda_stream.py [--tokens 1e6,3e6,1e7] [--batch 64] [--passes 1] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._report import machine, write_section  # noqa: E402  (before numpy: one BLAS thread)
+
+import numpy as np  # noqa: E402
+
+DOC = ROOT / "docs" / "benchmarks.md"
+TITLE = "## LDA at scale (SVI, streamed)"
+K, V, LENGTH, ALPHA, ETA = 100, 10_000, 500, 0.1, 0.01
+BLOCK = 500  # documents drawn at once
+
+MODEL = f"""const K = {K}
+const alpha = {ALPHA}
+const eta = {ETA}
+data doc: cat(D)[N]
+data word: cat(V)[N]
+data count: weight[N]
+for d in 1..D {{ theta[d] ~ Dirichlet(alpha * ones(K)) }}
+for k in 1..K {{ beta[k] ~ Dirichlet(eta * ones(V)) }}
+for t in 1..N {{
+  z[t] ~ Categorical(theta[doc[t]])
+  word[t] ~ Categorical(beta[z[t]])
+}}
+"""
+
+
+def write_corpus(tokens: int, path: Path, seed: int = 0) -> int:
+    """Draw tokens // LENGTH documents of LENGTH tokens from LDA and write their doc,word,count
+    rows to `path`, BLOCK documents at a time (memory: one block); returns the rows."""
+    rng = np.random.default_rng(seed)
+    cumulative = np.cumsum(rng.dirichlet(np.full(V, ETA), size=K), axis=1)
+    cumulative /= cumulative[:, -1:]
+    docs, rows = tokens // LENGTH, 0
+    with open(path, "w") as handle:
+        handle.write("doc,word,count\n")
+        for start in range(0, docs, BLOCK):
+            n = min(BLOCK, docs - start)
+            theta = rng.dirichlet(np.full(K, ALPHA), size=n)
+            topic = (rng.random((n, LENGTH, 1)) > np.cumsum(theta, axis=1)[:, None, :]).sum(axis=2)
+            topic = np.minimum(topic, K - 1).reshape(-1)
+            word = np.empty(topic.size, dtype=np.int64)
+            for k in np.unique(topic):
+                at = topic == k
+                word[at] = np.minimum(np.searchsorted(cumulative[k], rng.random(at.sum()), "right"), V - 1)
+            doc = np.repeat(np.arange(start, start + n), LENGTH)
+            pair, count = np.unique(doc * V + word, return_counts=True)
+            block = np.column_stack([pair // V + 1, pair % V + 1, count])
+            np.savetxt(handle, block, fmt="%d", delimiter=",")
+            rows += len(block)
+    return rows
+
+
+HEADER = re.compile(r"ELBO (\S+) after (\d+) sweeps \(\w[\w ]*\), ([\d.]+) s")
+STEPS = re.compile(r"svi: (\d+) steps of (\d+) groups \(([\d.]+) passes over (\d+) groups")
+ESTIMATE = re.compile(r"the mean of the last \d+: (\S+) ± (\S+)\)")
+FINAL = re.compile(r"pass over all \d+ groups \(([\d.]+) s\)")
+
+
+def fit(model: Path, data: Path, schedule: str, folder: Path) -> dict:
+    """Run `ppl infer` in a fresh process: its report's numbers and its peak RSS."""
+    command = [sys.executable, "-m", "ppl.cli", "infer", str(model), str(data), "--schedule", schedule,
+               "--stream", "--seed", "0", "--max-iter", "100000"]
+    with open(folder / "out.txt", "w") as out, open(folder / "err.txt", "w") as err:
+        child = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+    if status:
+        raise SystemExit(f"{' '.join(command)} failed:\n{(folder / 'err.txt').read_text()}")
+    with open(folder / "out.txt") as out:  # the report's head: the table of the topics is long
+        head = "".join(line for _, line in zip(range(8), out))
+    header, steps, estimate = HEADER.search(head), STEPS.search(head), ESTIMATE.search(head)
+    final = float(FINAL.search(head).group(1))
+    return {"command": " ".join(command[3:]), "head": head, "elbo": float(header.group(1)),
+            "seconds": float(header.group(3)) - final, "final": final, "steps": int(steps.group(1)),
+            "passes": float(steps.group(3)), "docs": int(steps.group(4)), "estimate": estimate.group(1),
+            "se": estimate.group(2), "peak_mb": usage.ru_maxrss / 1024}
+
+
+def table(runs: list) -> str:
+    lines = ["| tokens | rows | passes | steps | s per pass | docs/s | final ELBO pass (s) | peak RSS | "
+             "ELBO estimate ± se | ELBO (final pass) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for tokens, rows, r in runs:
+        per_pass = r["seconds"] / r["passes"]
+        lines.append(f"| {tokens:,} | {rows:,} | {r['passes']:.3g} | {r['steps']} | {per_pass:.0f} | "
+                     f"{r['docs'] / per_pass:.1f} | {r['final']:.0f} | {r['peak_mb']:,.0f} MB | "
+                     f"{r['estimate']} ± {r['se']} | {r['elbo']:.6g} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", default="1e6,3e6,1e7", help="corpus sizes, comma-separated")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--passes", type=float, default=1)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    schedule = f"svi(batch={args.batch}, passes={args.passes:g}, tau=10, ramp=0, init=random)"
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        model = folder / "lda.vim"
+        model.write_text(MODEL)
+        for tokens in (int(float(t)) for t in args.tokens.split(",")):
+            data = folder / f"corpus{tokens}.csv"
+            rows = write_corpus(tokens, data)
+            runs.append((tokens, rows, fit(model, data, schedule, folder)))
+            print(runs[-1][2]["head"], flush=True)
+            data.unlink()
+    last = runs[-1][2]
+    text = "\n".join([
+        TITLE, "",
+        f"`python3 benchmarks/lda_stream.py --tokens {args.tokens} --batch {args.batch} --passes {args.passes:g}` "
+        f"on {machine()}, one BLAS thread, each fit in a fresh process; other agents were running on the "
+        "machine, so timings are noisy.",
+        "",
+        f"LDA (K = {K}, α = {ALPHA}, η = {ETA}) on corpora drawn from its generative process (V = {V:,} words, "
+        f"documents of {LENGTH} tokens, seed 0), written as doc,word,count rows and fitted by "
+        f"`ppl infer lda.vim corpus.csv --schedule '{schedule}' --stream --seed 0`: the file is read once "
+        "into memory-mapped columns indexed by document, each step binds its own documents only, and the "
+        "final ELBO is one more pass over every document, a minibatch's rows at a time. Seconds per pass "
+        "and documents per second count the steps; the final pass is timed apart. Peak RSS is the whole "
+        "process (Python, numpy, the file's pass, the mapped columns it touched, the report of the "
+        f"{K} × {V:,} topics).",
+        "",
+        table(runs),
+        "",
+        f"The report of the largest run (its head; the table of the topics follows):",
+        "",
+        "```text",
+        last["head"].rstrip(),
+        "```",
+        "",
+    ])
+    print(text)
+    if not args.no_write:
+        write_section(text, TITLE, DOC)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
