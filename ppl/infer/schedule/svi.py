@@ -182,8 +182,13 @@ STREAMED_ROWS = 10_000  # rows bound at once by the final pass over streamed dat
 def chunks(sizes, rows: int) -> list:
     """The groups 0, 1, ... cut into runs of consecutive groups of at most `rows` rows each (a
     larger group alone): the final pass's chunks, whose memory is that of a minibatch step."""
-    ends = (np.cumsum(sizes) - 1) // max(rows, 1)
-    return np.split(np.arange(len(sizes)), np.flatnonzero(np.diff(ends)) + 1)
+    ends, runs, start = np.cumsum(sizes), [], 0
+    while start < len(ends):  # one iteration per run, not per group
+        done = ends[start - 1] if start else 0
+        stop = max(int(np.searchsorted(ends, done + rows, "right")), start + 1)
+        runs.append(np.arange(start, stop))
+        start = stop
+    return runs
 
 
 def run_svi(problem, options, rng, progress, start: float, source=None):
