@@ -12,7 +12,7 @@ RSS (`os.wait4`) and the ELBO estimate with its standard error as the report pri
 One BLAS thread; a shared machine, so timings are noisy. Writes the section
 "## LDA at scale (SVI, streamed)" of docs/benchmarks.md.
 
-    python3 benchmarks/lda_stream.py [--tokens 1e6,3e6,1e7] [--batch 64] [--passes 1] [--no-write]
+    python3 benchmarks/lda_stream.py [--tokens 1e6,3e6,1e7] [--batch 64] [--passes 1] [--jobs 1] [--folder DIR] [--no-write]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, write_section  # noqa: E402  (before numpy: one BLAS thread)
+from benchmarks._report import machine, publish  # noqa: E402  (before numpy: one BLAS thread)
 
 import numpy as np  # noqa: E402
 
@@ -86,32 +86,42 @@ ESTIMATE = re.compile(r"the mean of the last \d+: (\S+) ± (\S+)\)")
 FINAL = re.compile(r"pass over all \d+ groups \(([\d.]+) s\)")
 
 
-def fit(model: Path, data: Path, schedule: str, folder: Path) -> dict:
-    """Run `ppl infer` in a fresh process: its report's numbers and its peak RSS."""
-    command = [sys.executable, "-m", "ppl.cli", "infer", str(model), str(data), "--schedule", schedule,
+def schedule(args, inner: int | None) -> str:
+    extra = f", inner={inner}" if inner else ""
+    return f"svi(batch={args.batch}, passes={args.passes:g}, tau=10, ramp=0, init=random{extra})"
+
+
+def start(model: Path, data: Path, text: str, folder: Path, name: str) -> tuple:
+    """Start `ppl infer` in a fresh process, its output to files in `folder`."""
+    command = [sys.executable, "-m", "ppl.cli", "infer", str(model), str(data), "--schedule", text,
                "--stream", "--seed", "0", "--max-iter", "100000"]
-    with open(folder / "out.txt", "w") as out, open(folder / "err.txt", "w") as err:
-        child = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)
+    out, err = folder / f"{name}.out", folder / f"{name}.err"
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        return subprocess.Popen(command, cwd=ROOT, stdout=stdout, stderr=stderr), out, err
+
+
+def finish(child, out: Path, err: Path) -> dict:
+    """Wait for a `start`ed run: its report's numbers and its peak RSS."""
+    _, status, usage = os.wait4(child.pid, 0)
     if status:
-        raise SystemExit(f"{' '.join(command)} failed:\n{(folder / 'err.txt').read_text()}")
-    with open(folder / "out.txt") as out:  # the report's head: the table of the topics is long
-        head = "".join(line for _, line in zip(range(8), out))
+        raise SystemExit(f"{' '.join(child.args)} failed:\n{err.read_text()}")
+    with open(out) as handle:  # the report's head: the table of the topics is long
+        head = "".join(line for _, line in zip(range(8), handle))
     header, steps, estimate = HEADER.search(head), STEPS.search(head), ESTIMATE.search(head)
     final = float(FINAL.search(head).group(1))
-    return {"command": " ".join(command[3:]), "head": head, "elbo": float(header.group(1)),
-            "seconds": float(header.group(3)) - final, "final": final, "steps": int(steps.group(1)),
-            "passes": float(steps.group(3)), "docs": int(steps.group(4)), "estimate": estimate.group(1),
-            "se": estimate.group(2), "peak_mb": usage.ru_maxrss / 1024}
+    return {"head": head, "elbo": float(header.group(1)), "seconds": float(header.group(3)) - final,
+            "final": final, "steps": int(steps.group(1)), "passes": float(steps.group(3)),
+            "docs": int(steps.group(4)), "estimate": estimate.group(1), "se": estimate.group(2),
+            "peak_mb": usage.ru_maxrss / 1024}
 
 
 def table(runs: list) -> str:
-    lines = ["| tokens | rows | passes | steps | s per pass | docs/s | final ELBO pass (s) | peak RSS | "
+    lines = ["| tokens | rows | inner | passes | steps | s per pass | docs/s | final ELBO pass (s) | peak RSS | "
              "ELBO estimate ± se | ELBO (final pass) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for tokens, rows, r in runs:
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for tokens, rows, inner, r in runs:
         per_pass = r["seconds"] / r["passes"]
-        lines.append(f"| {tokens:,} | {rows:,} | {r['passes']:.3g} | {r['steps']} | {per_pass:.0f} | "
+        lines.append(f"| {tokens:,} | {rows:,} | {inner or 100} | {r['passes']:.3g} | {r['steps']} | {per_pass:.0f} | "
                      f"{r['docs'] / per_pass:.1f} | {r['final']:.0f} | {r['peak_mb']:,.0f} MB | "
                      f"{r['estimate']} ± {r['se']} | {r['elbo']:.6g} |")
     return "\n".join(lines)
@@ -119,33 +129,44 @@ def table(runs: list) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", default="1e6,3e6,1e7", help="corpus sizes, comma-separated")
+    parser.add_argument("--tokens", default="1e6,3e6,1e7", help="corpus sizes, comma-separated; SIZE:INNER "
+                        "fits with at most INNER E-step sweeps (default 100)")
+    parser.add_argument("--folder", help="keep the corpora here (drawn once, reused when present)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--passes", type=float, default=1)
+    parser.add_argument("--jobs", type=int, default=1, help="fits run at once (more: a larger share of a "
+                        "busy machine, noisier timings)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    schedule = f"svi(batch={args.batch}, passes={args.passes:g}, tau=10, ramp=0, init=random)"
+    wanted = [(int(float(size)), int(inner) if inner else None) for size, _, inner in
+              (spec.partition(":") for spec in args.tokens.split(","))]
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+        folder = Path(args.folder or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         model = folder / "lda.vim"
         model.write_text(MODEL)
-        for tokens in (int(float(t)) for t in args.tokens.split(",")):
+        rows = {}
+        for tokens in sorted({size for size, _ in wanted}):
             data = folder / f"corpus{tokens}.csv"
-            rows = write_corpus(tokens, data)
-            runs.append((tokens, rows, fit(model, data, schedule, folder)))
-            print(runs[-1][2]["head"], flush=True)
-            data.unlink()
-    last = runs[-1][2]
+            rows[tokens] = write_corpus(tokens, data) if not data.exists() else sum(1 for _ in open(data)) - 1
+        for first in range(0, len(wanted), args.jobs):
+            pending = [(tokens, inner, start(model, folder / f"corpus{tokens}.csv", schedule(args, inner),
+                                             folder, f"{tokens}-{inner}"))
+                       for tokens, inner in wanted[first:first + args.jobs]]
+            for tokens, inner, child in pending:
+                runs.append((tokens, rows[tokens], inner, finish(*child)))
+                print(table(runs[-1:]).splitlines()[-1], flush=True)
+    last = runs[-1][3]
     text = "\n".join([
         TITLE, "",
-        f"`python3 benchmarks/lda_stream.py --tokens {args.tokens} --batch {args.batch} --passes {args.passes:g}` "
-        f"on {machine()}, one BLAS thread, each fit in a fresh process; other agents were running on the "
-        "machine, so timings are noisy.",
+        f"`python3 benchmarks/lda_stream.py --tokens {args.tokens} --batch {args.batch} --passes {args.passes:g} "
+        f"--jobs {args.jobs}` on {machine()}, one BLAS thread, each fit in a fresh process ({args.jobs} at once); "
+        "other agents were running on the machine, so timings are noisy.",
         "",
         f"LDA (K = {K}, α = {ALPHA}, η = {ETA}) on corpora drawn from its generative process (V = {V:,} words, "
         f"documents of {LENGTH} tokens, seed 0), written as doc,word,count rows and fitted by "
-        f"`ppl infer lda.vim corpus.csv --schedule '{schedule}' --stream --seed 0`: the file is read once "
+        f"`ppl infer lda.vim corpus.csv --schedule '{schedule(args, None)}' --stream --seed 0` (with `, inner=I` where the table says so): the file is read once "
         "into memory-mapped columns indexed by document, each step binds its own documents only, and the "
         "final ELBO is one more pass over every document, a minibatch's rows at a time. Seconds per pass "
         "and documents per second count the steps; the final pass is timed apart. Peak RSS is the whole "
@@ -154,16 +175,14 @@ def main(argv=None) -> int:
         "",
         table(runs),
         "",
-        f"The report of the largest run (its head; the table of the topics follows):",
+        "The report of the largest run (its head; the table of the topics follows):",
         "",
         "```text",
         last["head"].rstrip(),
         "```",
         "",
     ])
-    print(text)
-    if not args.no_write:
-        write_section(text, TITLE, DOC)
+    publish([(text, TITLE)], DOC, write=not args.no_write)
     return 0
 
 
