@@ -65,10 +65,9 @@ class ClusterSVI(SVI):
     def _current(self) -> dict:
         return {n: self.state.natural[n] for n in self.plan.globals}
 
-    def streamed_elbo(self, rows: int) -> tuple:
+    def streamed_elbo(self) -> tuple:
         """(ELBO, state of the globals): every partition's locals fitted at the final globals,
-        their terms summed on the cluster (`rows` is not used: each partition is one run); the
-        globals' terms on the client."""
+        their terms summed on the cluster; the globals' terms on the client."""
         self._sync()
         try:
             reply = self.groups.round(worker.locals_task, self._current())

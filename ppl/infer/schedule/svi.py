@@ -139,10 +139,12 @@ class SVI:
         self.e_step(problem, state)
         return state
 
-    def streamed_elbo(self, rows: int) -> tuple:
+    def streamed_elbo(self) -> tuple:
         """(ELBO, state of the globals) from one pass over the streamed groups in runs of
-        consecutive groups of about `rows` rows (`chunks`): each run's locals fitted at the final
-        globals, their terms summed; the globals' terms once. Memory: one run."""
+        consecutive groups of a minibatch's rows, at least `STREAMED_ROWS` (`chunks`): each run's
+        locals fitted at the final globals, their terms summed; the globals' terms once. Memory:
+        one run, as a step."""
+        rows = max(STREAMED_ROWS, round(self.batches.size * self.groups.rows / max(self.groups.groups, 1)))
         local = 0.0
         for groups in chunks(self.groups.group_sizes, rows):
             problem, state = self.bind(groups)
@@ -217,8 +219,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
             break
     stepped = time.perf_counter() - start
     if svi.streamed:
-        budget = svi.batches.size * svi.groups.rows / max(svi.groups.groups, 1)  # a minibatch's rows
-        elbo, state = svi.streamed_elbo(max(STREAMED_ROWS, round(budget)))
+        elbo, state = svi.streamed_elbo()
         for name in svi.plan.locals:  # the locals of the last chunk are not the posterior's
             state.natural.pop(name, None)
         problem = svi.bind(np.arange(min(svi.groups.groups, svi.batches.size)))[0]
