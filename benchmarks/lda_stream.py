@@ -122,7 +122,7 @@ def table(runs: list) -> str:
     for tokens, rows, inner, r in runs:
         per_pass = r["seconds"] / r["passes"]
         lines.append(f"| {tokens:,} | {rows:,} | {inner or 100} | {r['passes']:.3g} | {r['steps']} | {per_pass:.0f} | "
-                     f"{r['docs'] / per_pass:.1f} | {r['final']:.0f} | {r['peak_mb']:,.0f} MB | "
+                     f"{r['docs'] / per_pass:.1f} | {r['final']:.0f} | {r['peak_mb']:,.0f} MiB | "
                      f"{r['estimate']} ± {r['se']} | {r['elbo']:.6g} |")
     return "\n".join(lines)
 
