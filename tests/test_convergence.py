@@ -237,3 +237,35 @@ def test_ncvmp_damps_on_every_fall():
         damped, approximate = ("x",), False
 
     assert _Residuals(NCVMP()).grew(_State(0.0))
+
+
+def test_a_restarted_lda_batch_stops_when_its_topics_settle():
+    """LDA's default batch refits every document from the prior each sweep (not coordinate
+    ascent): it stops when the topics moved less than 1e-2 sd over 10 sweeps, well before
+    max_iter, and 100 sweeps more change the ELBO by less than 1e-4 nats and no topic's mean by
+    more than 0.02 of its sd (1e-3 in total variation)."""
+    default = fit("lda")
+    longer = fit("lda", tol=1e-300, mean_tol=1e-300, max_iter=default.iterations + 100)
+    assert default.converged and default.iterations < 300 and longer.iterations == default.iterations + 100
+    report = default.convergence
+    assert report.rule == "globals settled" and report.mean_variable == "beta" and report.mean_change <= 1e-2
+    assert abs(longer.elbo - default.elbo) < 1e-4
+    assert max_z(default, longer) < 0.02
+    moved = np.abs(np.asarray(default["beta"].mean) - np.asarray(longer["beta"].mean))
+    assert 0.5 * moved.sum(axis=1).max() < 1e-3
+
+
+def test_the_restarted_rule_waits_for_the_globals():
+    """A flat ELBO does not stop a restarted batch while a global still drifts: the window's
+    change from its first sweep to its last is measured, not one sweep's."""
+    problem = _Trace()
+    problem.local, problem.schedule = ("z",), type("Spec", (), {"restarted": True})()
+    monitor, trace = Monitor(problem, tol=1e-6, mean_tol=1e-5), []
+    for t in range(40):  # 2e-3 sd a sweep: 2e-2 sd over a window of 10, above 1e3 × mean_tol
+        trace.append(-1.0)
+        assert not monitor.done(trace, _State(2e-3 * t))
+    assert monitor.report.mean_change == pytest.approx(2e-2)
+    for t in range(11):
+        trace.append(-1.0)
+        stopped = monitor.done(trace, _State(0.08))
+    assert stopped and monitor.report.rule == "globals settled"

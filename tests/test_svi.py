@@ -258,9 +258,12 @@ def test_svi_steps_on_a_count_weighted_corpus_equal_the_token_expanded_ones():
     np.testing.assert_allclose(runs[0], runs[1], rtol=1e-10, atol=1e-10)
 
 
-def test_svi_streamed_from_the_file_equals_svi_in_memory():
+@pytest.mark.parametrize("floor", [10_000, 0], ids=["one chunk", "a minibatch's rows a chunk"])
+def test_svi_streamed_from_the_file_equals_svi_in_memory(floor, monkeypatch):
     """`stream=True` reads each step's documents from the indexed file: the same steps, the same
-    topics and the same final ELBO (one more pass over the file) as the data in memory."""
+    topics and the same final ELBO (one more pass over the file, in one chunk or, without the
+    10,000-row floor, in chunks of a minibatch's 1,479 rows) as the data in memory."""
+    monkeypatch.setattr(svi_module, "STREAMED_ROWS", floor)
     model = ppl.load("models/lda_counts.vim")
     kwargs = dict(seed=0, schedule="svi(batch=20, passes=2)")
     streamed = model.infer("models/lda_counts.csv", stream=True, **kwargs)
@@ -268,6 +271,14 @@ def test_svi_streamed_from_the_file_equals_svi_in_memory():
     np.testing.assert_allclose(streamed["beta"].natural, memory["beta"].natural, rtol=1e-12, atol=1e-12)
     assert streamed.elbo == pytest.approx(memory.elbo, rel=1e-12)
     assert "z" not in streamed and "z" in memory  # a streamed posterior keeps the globals only
+
+
+def test_the_final_pass_cuts_the_groups_into_runs_of_at_most_a_budget_of_rows():
+    sizes = np.array([3, 5, 2, 7, 1, 9, 4])
+    parts = svi_module.chunks(sizes, 8)
+    np.testing.assert_array_equal(np.concatenate(parts), np.arange(len(sizes)))
+    assert [sizes[p].sum() for p in parts] == [8, 2, 8, 9, 4]  # a group of 9 rows alone
+    assert len(svi_module.chunks(np.broadcast_to(np.int64(1), (10,)), 3)) == 4  # one row per group
 
 
 @pytest.mark.parametrize("data, schedule, code", [("models/gmm.csv", None, "E335"),

@@ -65,7 +65,7 @@ class ClusterSVI(SVI):
     def _current(self) -> dict:
         return {n: self.state.natural[n] for n in self.plan.globals}
 
-    def streamed_elbo(self, chunk: int) -> tuple:
+    def streamed_elbo(self) -> tuple:
         """(ELBO, state of the globals): every partition's locals fitted at the final globals,
         their terms summed on the cluster; the globals' terms on the client."""
         self._sync()

@@ -17,6 +17,17 @@ Deterministic rules (vmp, ncvmp, the bounds, laplace, delta) stop when both hold
    variable in the last sweep is below `mean_tol` (a mean can still creep along a flat ridge of
    the ELBO after the bound has stopped moving).
 
+A batch run whose E-step restarts the locals from the prior every sweep (LDA's default
+`batch(inner=30, init=random)`) is not coordinate ascent: the ELBO need not rise each sweep, a
+document's fit can land on another local optimum, SQUAREM is off, and the globals move in
+plateaus and jumps (topics reorganising), so rule 1's rate estimate has nothing to stand on. It
+stops when **the globals have stopped moving** over the last `SMOOTHING` sweeps (`_restarted`):
+the largest |Δ E[x]| / sd[x] of a global between the first and the last sweep of the window is
+at most `RESTARTED_MEAN` × `mean_tol` (1e-2 sd by default: a global moved by a hundredth of its
+own uncertainty in ten sweeps), and the window's mean ELBO gain per sweep is at most `tol` × |L|
+(relative, as for the stochastic rules: each document's refit from the prior wobbles within the
+local tolerance, and that wobble grows with the data, not with a fixed number of nats).
+
 Stochastic rules (Monte Carlo gradients, minibatches) compare the means of the last two windows
 of `SMOOTHING` sweeps and stop when their difference is below `tol` relative to |L| (an absolute
 `tol` in nats would sit far below the Monte Carlo noise, and the noise grows with the data); the
@@ -39,6 +50,7 @@ from ppl.infer.low_rank import KernelGaussian
 SMOOTHING = 10  # sweeps per window of the smoothed trace
 RATIO_CAP = 0.999  # a contraction ratio above this is treated as this (gap ≤ 1000 increments)
 RATIOS = 3  # increments whose ratios bound the contraction rate
+RESTARTED_MEAN = 1000  # a restarted batch E-step stops at RESTARTED_MEAN × mean_tol sd of global change
 
 
 @dataclass
@@ -59,6 +71,9 @@ class Convergence:
         if self.rule == "precise estimates":
             return (f"ELBO change {self.elbo_change:.2g} (standard error {self.se:.2g}), est. {self.elbo_gap:.2g} "
                     f"nats from the fixed point")
+        if self.rule == "globals settled":
+            return (f"mean ELBO change {self.elbo_change:.2g} nats a sweep over the last {SMOOTHING} sweeps; largest "
+                    f"change of a global mean over them {self.mean_change:.2g} sd (`{self.mean_variable}`)")
         if self.rule == "smoothed trace":
             return (f"change of the {SMOOTHING}-sweep mean ELBO {self.elbo_change:.2g}; standard error of "
                     f"that mean {self.se:.2g}")
@@ -75,7 +90,11 @@ class Monitor:
         self.problem, self.tol, self.mean_tol = problem, tol, mean_tol
         self.largest_ratio = 1.0 if accelerated else np.inf
         self.stochastic = problem.stochastic
-        self.report = Convergence("smoothed trace" if self.stochastic else "fixed point")
+        # locals refitted from the prior each sweep (a batch schedule's inner loop): `_restarted`
+        self.restarted = not self.stochastic and bool(getattr(problem, "local", ())) and problem.schedule.restarted
+        self.report = Convergence("smoothed trace" if self.stochastic else
+                                  "globals settled" if self.restarted else "fixed point")
+        self.window: list = []  # the globals' naturals after each of the last SMOOTHING + 1 sweeps
         self.previous: dict = {}
         self.last_pair: tuple = ({}, {})  # naturals before and after the last sweep
         self.local = lambda: (0.0, "")  # mean change of variables measured elsewhere (`done`)
@@ -84,7 +103,7 @@ class Monitor:
     def finish(self) -> Convergence:
         """The report, with the mean change of the last sweep measured even when the ELBO test
         never passed (a run stopped by max_iter or time_limit)."""
-        if not self.stochastic and np.isnan(self.report.mean_change) and self.last_pair[0]:
+        if not self.stochastic and not self.restarted and np.isnan(self.report.mean_change) and self.last_pair[0]:
             self.report.mean_change, self.report.mean_variable = max(
                 mean_change(self.problem, *self.last_pair, self.moments), self.local())
         return self.report
@@ -103,6 +122,8 @@ class Monitor:
                                           and not isinstance(nat, KernelGaussian)})  # that one knows its sds
         if self.stochastic:
             return self._settled(trace, trace_se) or self._smoothed(trace)
+        if self.restarted:
+            return self._restarted(trace, state)
         if not informative or len(trace) < 2 or not previous:
             return False
         tail = trace[-RATIOS - 2:]
@@ -133,6 +154,18 @@ class Monitor:
         self.report = Convergence("precise estimates", elbo_change=float(d[-1]), elbo_gap=float(d[-1] * rho / (1 - rho)),
                                   se=float(se[-1]))
         return True
+
+    def _restarted(self, trace: list, state) -> bool:
+        """The globals moved less than `RESTARTED_MEAN` × `mean_tol` sd over the last `SMOOTHING`
+        sweeps, and the ELBO rose by at most `tol` × |L| a sweep on average over them."""
+        self.window = (self.window + [{n: v for n, v in state.natural.items() if n not in self.problem.local}])
+        self.window = self.window[-SMOOTHING - 1:]
+        if len(trace) <= SMOOTHING or len(self.window) <= SMOOTHING:
+            return False
+        change = (trace[-1] - trace[-SMOOTHING - 1]) / SMOOTHING
+        moved, variable = mean_change(self.problem, self.window[0], self.window[-1])
+        self.report.elbo_change, self.report.mean_change, self.report.mean_variable = float(change), moved, variable
+        return change <= self.tol * abs(trace[-1]) and moved <= RESTARTED_MEAN * self.mean_tol
 
     def _smoothed(self, trace: list) -> bool:
         if len(trace) < 2 * SMOOTHING:

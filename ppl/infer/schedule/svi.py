@@ -156,12 +156,14 @@ class SVI:
         self.e_step(problem, state)
         return state
 
-    def streamed_elbo(self, chunk: int) -> tuple:
-        """(ELBO, state of the globals) from one pass over the streamed groups, `chunk` groups at a
-        time: each chunk's locals fitted at the final globals, their terms summed; the globals'
-        terms once. Memory: one chunk."""
+    def streamed_elbo(self) -> tuple:
+        """(ELBO, state of the globals) from one pass over the streamed groups in runs of
+        consecutive groups of a minibatch's rows, at least `STREAMED_ROWS` (`chunks`): each run's
+        locals fitted at the final globals, their terms summed; the globals' terms once. Memory:
+        one run, as a step."""
+        rows = max(STREAMED_ROWS, round(self.batches.size * self.groups.rows / max(self.groups.groups, 1)))
         local = 0.0
-        for groups in np.array_split(np.arange(self.groups.groups), -(-self.groups.groups // chunk)):
+        for groups in chunks(self.groups.group_sizes, rows):
             problem, state = self.bind(groups)
             self.e_step(problem, state)
             local += self.estimate(problem, state, 1.0) - self._global_terms(problem, state)
@@ -206,7 +208,19 @@ def refuse_row_minibatches(problem) -> None:
                                   "is doubly stochastic CVI over the groups")
 
 
-STREAMED_CHUNK = 1000  # groups bound at once by the final pass over streamed data
+STREAMED_ROWS = 10_000  # rows bound at once by the final pass over streamed data, at least
+
+
+def chunks(sizes, rows: int) -> list:
+    """The groups 0, 1, ... cut into runs of consecutive groups of at most `rows` rows each (a
+    larger group alone): the final pass's chunks, whose memory is that of a minibatch step."""
+    ends, runs, start = np.cumsum(sizes), [], 0
+    while start < len(ends):  # one iteration per run, not per group
+        done = ends[start - 1] if start else 0
+        stop = max(int(np.searchsorted(ends, done + rows, "right")), start + 1)
+        runs.append(np.arange(start, stop))
+        start = stop
+    return runs
 
 
 def run_svi(problem, options, rng, progress, start: float, source=None):
@@ -234,8 +248,9 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
             break
+    stepped = time.perf_counter() - start
     if svi.streamed:
-        elbo, state = svi.streamed_elbo(max(STREAMED_CHUNK, svi.batches.size))
+        elbo, state = svi.streamed_elbo()
         for name in svi.plan.locals:  # the locals of the last chunk are not the posterior's
             state.natural.pop(name, None)
         problem = svi.bind(np.arange(min(svi.groups.groups, svi.batches.size)))[0]
@@ -247,14 +262,15 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     se = float(recent.std(ddof=1) / np.sqrt(len(recent))) if len(recent) > 1 else 0.0
     notes = list(problem.notes) + [
         f"{svi.spec.name.replace('_', '-')}: {t} steps of {svi.batches.size} groups ({svi.batches.passes:.3g} passes over {svi.groups.groups} "
-        f"groups of {svi.plan.group_dim}), {1000 * seconds / max(svi.batches.visited, 1):.3g} ms per group; {svi.plan.describe()}",
+        f"groups of {svi.plan.group_dim}), {1000 * stepped / max(svi.batches.visited, 1):.3g} ms per group; "
+        f"{svi.plan.describe()}",
         f"the trace holds minibatch estimates of the ELBO (the mean of the last {len(recent)}: "
         f"{recent.mean():.6g} ± {se:.2g}); the ELBO reported is computed once more at the end, on all the data"]
     spread = float(recent.std(ddof=1)) if len(recent) > 1 else 0.0  # one estimate's standard error, about
     if svi.streamed:
         where = getattr(svi.groups, "where", "the groups streamed from disk")
         notes.append(f"{where}: the posterior holds the globals only; the ELBO is one more "
-                     f"pass over all {svi.groups.groups} groups")
+                     f"pass over all {svi.groups.groups} groups ({seconds - stepped:.3g} s)")
     terms = {} if svi.streamed else problem.elbo_terms(state)
     return Run(state, trace, terms, converged, t, seconds, warnings=notes, elbo=elbo,
                trace_se=[spread] * len(trace))
