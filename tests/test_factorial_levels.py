@@ -16,7 +16,7 @@ from ppl.infer.factorial_levels import shift_levels
 from ppl.infer.initialise import initialise
 from ppl.infer.update import update
 
-from tests.test_factorial_hmm import MODELS, _problem
+from test_factorial_hmm import MODELS, _problem
 
 
 def _shifted(problem, state, c: float):
