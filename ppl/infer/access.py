@@ -69,7 +69,7 @@ class Access:
     def scatter_weighted(self, message, weights: np.ndarray, factored: bool = False) -> np.ndarray:
         """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S)).
 
-        A message with a `weighted_sum` (a low-rank form, see linear.OuterMessage) is reduced by
+        A message with a `weighted_sum` (a low-rank form, see linear_message.OuterMessage) is reduced by
         it when the read is plate-free and unselected — or, `factored`, kept as its rows for the
         read of a single vector — and made dense otherwise."""
         if hasattr(message, "weighted_sum"):

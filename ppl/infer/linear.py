@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ppl.infer.access import Unsupported
-from ppl.infer.low_rank import GaussianSum
 from ppl.infer.rows import dot_rows, quadratic_rows
 from ppl.lang import ast
 
@@ -237,10 +236,10 @@ def contraction(state, term: Term):
     if kernel is not None and term.vector2 is None:  # q held in data space: cᵀΣc with no D × D matrix
         mean = dot_rows(c, _first_moment(state, term.vector))
         return mean, mean * mean + kernel.quadratic(c)
-    mean, outer = vector_moments(state, term.vector, _dim(state, term.vector))
+    mean, outer = vector_moments(state, term.vector, vector_dim(state, term.vector))
     if term.vector2 is None:
         return dot_rows(c, mean), quadratic_rows(c, outer)
-    mean2, outer2 = vector_moments(state, term.vector2, _dim(state, term.vector2))
+    mean2, outer2 = vector_moments(state, term.vector2, vector_dim(state, term.vector2))
     return np.sum(c * mean * mean2, -1), np.einsum("...d,...e,...de,...de->...", c, c, outer, outer2)
 
 
@@ -253,7 +252,7 @@ def term_moments(state, term: Term):
     if term.contract:
         x1, x2 = contraction(state, term)
         return x1 * s1, x2 * s2
-    mean, outer = vector_moments(state, term.vector, _dim(state, term.vector))
+    mean, outer = vector_moments(state, term.vector, vector_dim(state, term.vector))
     scale, scale2 = coef * s1, coef ** 2 * s2  # vector-valued term: a scalar times v
     return expand(scale) * mean, expand(expand(scale2)) * outer
 
@@ -293,7 +292,7 @@ def _first_moment(state, access):
     kernel = state.kernel.get(access.name)
     if kernel is not None:
         return access.gather(kernel.mean[None])
-    return access.gather(state.moments(access.name)[:, :_dim(state, access)])
+    return access.gather(state.moments(access.name)[:, :vector_dim(state, access)])
 
 
 def form_mean(state, form: LinearForm):
@@ -330,80 +329,11 @@ def _mean_spread(state, form: LinearForm):
     return mean, spread
 
 
-def _dim(state, access) -> int:
+def vector_dim(state, access) -> int:
+    """D of an MvNormal read."""
     return state.families[access.name].event_shape[0]
-
-
-def read_message(state, form: LinearForm, access, prec, target, factor):
-    """The Gaussian message to one read u of the linear form m = a·u + b, from a Gaussian
-    likelihood (or Gaussian site) with precision `prec` and observed/expected value `target`:
-
-        (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
-    """
-    term = next(t for t in form.terms if any(access is r for r in t.reads()))
-    others = form.offset
-    for other in form.terms:
-        if other is not term:
-            others = others + term_mean(state, other)
-    residual = target - others  # E[y] − E[b]
-    if access is term.vector or access is term.vector2:
-        s1, s2 = scalar_part(state, term)
-        if term.vector2 is not None:  # bilinear, a = coef ∘ (the other vector) · Π s
-            other = term.vector2 if access is term.vector else term.vector
-            o1, o2 = vector_moments(state, other, _dim(state, other))
-            c = term.coef
-            h = expand(prec * residual * s1) * c * o1
-            return pack(h, expand(expand(-0.5 * prec * s2)) * (c[..., :, None] * c[..., None, :]) * o2)
-        if term.contract:  # scalar mean, a = coef · Π s (a D-vector)
-            return OuterMessage(term.coef, prec * residual * s1, -0.5 * prec * s2)
-        a1, a2 = term.coef * s1, term.coef ** 2 * s2  # vector mean, scalar coefficient
-        h = np.einsum("...ij,...j->...i", prec, residual) * expand(a1)
-        return pack(h, -0.5 * expand(expand(a2)) * prec)
-    s1, s2 = scalar_part(state, term, skip=access)
-    if term.vector is None:
-        a1, a2 = term.coef * s1, term.coef ** 2 * s2
-    else:
-        if not term.contract:
-            raise Unsupported(f"a scalar latent times a vector latent in `{factor.name}`", factor.span)
-        x1, x2 = contraction(state, term)
-        a1, a2 = x1 * s1, x2 * s2
-    if form.event:
-        raise Unsupported(f"a scalar latent scaling the vector mean of `{factor.name}`", factor.span)
-    first, second = np.broadcast_arrays(prec * a1 * residual, -0.5 * prec * a2)
-    return np.stack([first, second], axis=-1)
-
-
-class OuterMessage:
-    """Σ over the plate of (h_n a_n, vec(j_n a_n a_nᵀ)), kept as its factors: the rows a_n of the
-    data and the weights h_n, j_n. Summed with `weighted_sum` it is two BLAS products,
-    aᵀ(w·h) and aᵀ diag(w·j) a, never a plate × D × D array (`dense` makes that array)."""
-
-    def __init__(self, rows, h, j):
-        self.rows, self.h, self.j = rows, h, j
-
-    def weighted_sum(self, weights):
-        """(1, D + D²): the message summed over the plate with weights (plate + (1,))."""
-        return self.low_rank(weights).dense()
-
-    def low_rank(self, weights):
-        """The weighted sum kept as its rows: a `GaussianSum` the node can solve by Woodbury."""
-        d = self.rows.shape[-1]
-        rows = np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
-        h, j = (np.broadcast_to(weights * a, weights.shape).reshape(-1) for a in (self.h, self.j))
-        return GaussianSum(0.0, [(rows.reshape(-1, d), h, -2 * j)])
-
-    def dense(self):
-        outer = np.einsum("...i,...j->...ij", self.rows, self.rows)
-        return pack(expand(self.h) * self.rows, expand(expand(self.j)) * outer)
 
 
 def expand(x):
     """A trailing axis for broadcasting against a vector (scalars stay scalars)."""
     return np.asarray(x)[..., None] if np.ndim(x) else x
-
-
-def pack(h, j):
-    """(h, vec J) as one flat message; the two may broadcast against each other (plate-free reads)."""
-    j = j.reshape(j.shape[:-2] + (-1,))
-    lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
-    return np.concatenate([np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])], axis=-1)

@@ -15,7 +15,8 @@ import numpy as np
 from ppl.families.base import chol_inverse
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.linear import LinearBuilder, expand, form_mean, form_moments, pack, read_message
+from ppl.infer.linear import LinearBuilder, expand, form_mean, form_moments
+from ppl.infer.linear_message import pack, read_message
 from ppl.lang import ast
 
 LOG_2PI = np.log(2 * np.pi)

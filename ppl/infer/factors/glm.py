@@ -36,7 +36,8 @@ from ppl.diagnostics import ModelError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
-from ppl.infer.linear import LinearBuilder, margin, read_message, rows_of, take_rows
+from ppl.infer.linear import LinearBuilder, margin, rows_of, take_rows
+from ppl.infer.linear_message import read_message
 from ppl.lang import ast
 from ppl.lang.schedule import CVI_KAPPA, CVI_STEP
 

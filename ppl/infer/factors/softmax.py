@@ -25,7 +25,8 @@ from ppl.infer import softmax
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.factors.glm import gaussian_site, piecewise_table
-from ppl.infer.linear import LinearBuilder, margin, read_message
+from ppl.infer.linear import LinearBuilder, margin
+from ppl.infer.linear_message import read_message
 from ppl.lang import ast
 
 

@@ -17,7 +17,7 @@ from ppl.graph.forms import inline
 from ppl.infer import softmax_vector as sv
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.linear import pack
+from ppl.infer.linear_message import pack
 from ppl.lang import ast
 
 
