@@ -17,7 +17,7 @@ from scipy.special import logsumexp, softmax
 from .base import ExponentialFamily, leading, qs_column, require_count
 
 
-def _xlogy0(p, logp):
+def xlogy0(p, logp):
     """p · log p with the convention 0 · log 0 = 0 (also 0 · −∞ = 0)."""
     with np.errstate(invalid="ignore"):
         return np.where(p > 0, p * logp, 0.0)
@@ -80,12 +80,12 @@ class Categorical(ExponentialFamily):
     def entropy_of_mean(self, probs) -> np.ndarray:
         """−Σ_k p_k log p_k from the probabilities themselves (no log-partition to recompute)."""
         with np.errstate(divide="ignore"):
-            return -np.sum(_xlogy0(probs, np.log(probs)), axis=-1)
+            return -np.sum(xlogy0(probs, np.log(probs)), axis=-1)
 
     def entropy(self, nat) -> np.ndarray:
         """−Σ_k p_k log p_k."""
         logp = self.log_probs(nat)
-        return -np.sum(_xlogy0(np.exp(logp), logp), axis=-1)
+        return -np.sum(xlogy0(np.exp(logp), logp), axis=-1)
 
     def kl(self, nat_q, nat_p) -> np.ndarray:
         """Σ_k q_k (log q_k − log p_k); +∞ if q puts mass where p has none."""

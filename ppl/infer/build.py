@@ -110,6 +110,8 @@ class Problem:
 
     def elbo_terms(self, state) -> dict:
         """E_q[log f] per factor and H[q] per variable: the pieces that add up to the ELBO."""
+        if hasattr(self.kernel, "elbo_terms"):  # the fused mixture's, in blocks of rows
+            return self.kernel.elbo_terms(state)
         terms = {f"E[log p({f.name})]": f.elbo(state) for f in self.factors}
         terms.update({f"H[q({v})]": state.entropy(v) for v in self.latent})
         return terms

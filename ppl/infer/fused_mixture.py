@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from ppl.families import Categorical, Dirichlet, NormalWishart
+from ppl.families.categorical import xlogy0
 from ppl.families.normal_wishart import LOG_2PI
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior
@@ -64,15 +65,17 @@ def mixture_kernel(problem):
             or like.selector.name != z or set(like.reads) != {z, group} or np.ndim(like.scale) != 0
             or float(like.scale) != 1.0 or like.factor.target.name not in problem.dataset.arrays):
         return None
-    return FusedMixture(problem, z, pi, group, pi_prior, priors[0], like)
+    return FusedMixture(problem, z, pi, group, (pi_prior, selection, priors[0], like))
 
 
 class FusedMixture:
     """One sweep of the mixture (M-step of π and of the group, E-step of z) and its ELBO."""
 
-    def __init__(self, problem, z, pi, group, pi_prior, group_prior, likelihood):
+    def __init__(self, problem, z, pi, group, factors):
         self.z, self.pi, self.group = z, pi, group
-        self.pi_prior_factor, self.likelihood = pi_prior, likelihood
+        self.pi_prior_factor, self.selection, group_prior, self.likelihood = factors
+        self.factors, self.latent = problem.factors, problem.latent
+        self.data = problem.dataset.arrays[self.likelihood.factor.target.name]
         self.k = problem.families[pi].size
         self.d = d = problem.families[group].dim
         self.eta_group = np.ascontiguousarray(np.broadcast_to(group_prior.eta, (self.k, group_prior.family.size)))
@@ -107,8 +110,7 @@ class FusedMixture:
         return to_natural, to_coef
 
     def _prepare(self, state) -> None:
-        y1, _ = self.likelihood._value(state)
-        x = np.ascontiguousarray(y1.reshape(-1, self.d))
+        x = np.asarray(self.data, dtype=float).reshape(-1, self.d)  # as bound: a read would cache a copy
         n, d, t = x.shape[0], self.d, self.t
         self.features = np.empty((n, t + d + 1))
         np.multiply(x[:, self.iu], x[:, self.ju], out=self.features[:, :t])
@@ -202,11 +204,35 @@ class FusedMixture:
         versions = state.versions
         return versions.get(self.pi, 0), versions.get(self.group, 0), versions.get(self.z, 0)
 
-    def elbo(self, state) -> float | None:
-        """The ELBO of the last fused sweep while `state` has not changed since, else None."""
+    def elbo(self, state) -> float:
+        """The ELBO of the last fused sweep while `state` has not changed since, else the sum of
+        `elbo_terms` (the initial state, a copy replayed by the engine)."""
         if self._elbo is None or self._elbo[0] != id(state) or self._elbo[1] != self._versions(state):
-            return None
+            return sum(self.elbo_terms(state).values())
         return self._elbo[2]
+
+    def elbo_terms(self, state) -> dict:
+        """E[log f] per factor and H[q] per variable, as `Problem.elbo_terms` computes them, for any
+        q(z) (not only at its optimum). The three sums over rows (the likelihood Σ r_nk F_n·G_k,
+        z's own Σ_k N_k E[log π_k], and H[q(z)]) run in blocks of rows: no N × K temporary, and no
+        generic read that would cache N-sized gathers for the rest of the run."""
+        if self.features is None:
+            self._prepare(state)
+        r = state.moments(self.z)
+        e_logpi = state.moments(self.pi).reshape(-1)
+        coef = np.dot(state.moments(self.group), self.to_coef)
+        coef[:, -1] -= 0.5 * self.d * LOG_2PI
+        fit = entropy = 0.0
+        rows = max(256, BLOCK // self.k)
+        for lo in range(0, r.shape[0], rows):
+            block = r[lo:lo + rows]
+            fit += float(np.sum(block * np.dot(self.features[lo:lo + rows], coef.T)))
+            with np.errstate(divide="ignore"):
+                entropy -= float(np.sum(xlogy0(block, np.log(block))))
+        own = {self.likelihood: fit, self.selection: float(np.dot(np.sum(r, axis=0), e_logpi))}
+        terms = {f"E[log p({f.name})]": own[f] if f in own else f.elbo(state) for f in self.factors}
+        terms.update({f"H[q({v})]": entropy if v == self.z else state.entropy(v) for v in self.latent})
+        return terms
 
 
 def _row_max(a: np.ndarray, out: np.ndarray) -> None:
