@@ -171,12 +171,11 @@ class AccessBuilder:
             if np.any((axis < 0) | (axis >= size)):
                 raise ModelError("E503", f"`{ast.text(expr)}` reads outside `{name}`'s 1..{size} with these data",
                                  span=expr.span, hint="an index past the number of rows, or a lag before the first")
-        if dims:
-            flat = np.ravel_multi_index(tuple(np.broadcast_to(a, full) for a in axes), dims)
-        else:
-            flat = np.zeros(full, dtype=np.int64)
-        return Access(name, np.ascontiguousarray(flat), int(np.prod(dims, dtype=np.int64)),
-                      self.selector if uses_selector else None)
+        # The index over the axes' own broadcast shape, then a read-only view of the plate's shape:
+        # a read that does not vary along a plate (mu[z[n]], pi) costs no N × C integers.
+        flat = np.ravel_multi_index(np.broadcast_arrays(*axes), dims) if dims else np.zeros((), dtype=np.int64)
+        flat = np.broadcast_to(flat, full) if flat.shape != tuple(full) else np.ascontiguousarray(flat)
+        return Access(name, flat, int(np.prod(dims, dtype=np.int64)), self.selector if uses_selector else None)
 
 
 def _with_component_axis(values: np.ndarray, plate_rank: int) -> np.ndarray:
