@@ -128,12 +128,13 @@ def run_batch(problem, options, rng, progress, start, cluster):
                     notes.append(f"interrupted after sweep {iteration}, not converged")
                     break
             elbo = new
-            if monitor.done(trace, state, True, local=local_change):
+            out_of_time = options.time_limit is not None and time.perf_counter() - start > options.time_limit
+            if monitor.done(trace, state, True, local=local_change, last=out_of_time or iteration == options.max_iter):
                 converged = True
                 break
-            if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
+            if out_of_time:
                 break
-        convergence = monitor.finish()
+        convergence = monitor.finish(state)
     finally:
         cluster.close_run()
     for name in plan.locals:  # the locals of the client's few groups are not the posterior's

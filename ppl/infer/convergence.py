@@ -96,28 +96,32 @@ class Monitor:
         self.report = Convergence("smoothed trace" if self.stochastic else
                                   "globals settled" if self.restarted else "fixed point")
         self.window: list = []  # the globals' naturals after each of the last SMOOTHING + 1 sweeps
-        self.previous: dict = {}
-        self.last_pair: tuple = ({}, {})  # naturals before and after the last sweep
+        self.previous: dict = {}  # the naturals after the last sweep (the state's own arrays: no copy)
         self.local = lambda: (0.0, "")  # mean change of variables measured elsewhere (`done`)
         self.moments: tuple = ({}, {})  # the MvNormal moments of the same two states (ppl.infer.convergence.location)
 
-    def finish(self) -> Convergence:
+    def finish(self, state=None) -> Convergence:
         """The report, with the mean change of the last sweep measured even when the ELBO test
-        never passed (a run stopped by max_iter or time_limit)."""
-        if not self.stochastic and not self.restarted and np.isnan(self.report.mean_change) and self.last_pair[0]:
+        never passed: by `done(last=True)` for a run stopped by max_iter or time_limit, here for
+        a run interrupted after a sweep that `done` did not see (`state` the state it left)."""
+        if self._unmeasured() and state is not None and self.previous:
             self.report.mean_change, self.report.mean_variable = max(
-                mean_change(self.problem, *self.last_pair, self.moments), self.local())
+                mean_change(self.problem, self.previous, state.natural, (self.moments[1], {})), self.local())
         return self.report
 
-    def done(self, trace: list, state, informative: bool = True, trace_se=None, local=None) -> bool:
+    def _unmeasured(self) -> bool:
+        return not self.stochastic and not self.restarted and np.isnan(self.report.mean_change)
+
+    def done(self, trace: list, state, informative: bool = True, trace_se=None, local=None, last=False) -> bool:
         """True when the run is at its fixed point (or its trace is flat within noise).
         `informative=False` for a sweep whose ELBO repeats the last (a rejected extrapolation);
         `trace_se`: the standard error of each entry (0 where exact). `local()`: (largest mean
         change, variable) of the variables `state` does not hold (the locals of a cluster's
-        partitions, measured there), asked for when the ELBO test passes."""
+        partitions, measured there), asked for when the ELBO test passes. `last`: the run stops
+        after this sweep whatever the answer (max_iter, time_limit), so the mean change is measured
+        now if it never was: the monitor keeps no λ of the sweep before (a local's is N-sized)."""
         self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
-        self.last_pair = (previous, self.previous)
         self.moments = (self.moments[1], {name: state.moments(name) for name, nat in state.natural.items()
                                           if getattr(self.problem.families.get(name), "name", "") == "MvNormal"
                                           and not isinstance(nat, KernelGaussian)})  # that one knows its sds
@@ -125,6 +129,9 @@ class Monitor:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if self.restarted:
             return self._restarted(trace, state)
+        if last and self._unmeasured() and previous:
+            self.report.mean_change, self.report.mean_variable = max(
+                mean_change(self.problem, previous, state.natural, self.moments), self.local())
         if not informative or len(trace) < 2 or not previous:
             return False
         tail = trace[-RATIOS - 2:]

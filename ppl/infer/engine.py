@@ -160,10 +160,11 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                 notes.append(f"interrupted after sweep {iteration}, not converged")
                 break
         elbo = new
-        if monitor.done(trace, state, informative, trace_se):
+        out_of_time = options.time_limit is not None and time.perf_counter() - start > options.time_limit
+        if monitor.done(trace, state, informative, trace_se, last=out_of_time or iteration == options.max_iter):
             converged = True
             break
-        if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
+        if out_of_time:
             break
     exact = trace[-1] if not any(trace_se) else problem.elbo(state)
     if any(trace_se):
@@ -171,7 +172,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
-               convergence=monitor.finish(), interrupted=interrupted)
+               convergence=monitor.finish(state), interrupted=interrupted)
 
 
 def _initial_elbo(problem: Problem, state) -> float:
