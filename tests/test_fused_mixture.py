@@ -84,7 +84,25 @@ def test_buffers_held_elsewhere_are_never_written():
         problem.kernel.sweep(state)
     np.testing.assert_array_equal(kept, values)
     assert state.natural["z"] is not kept
-    assert len(problem.kernel.pools["natural"]) <= 3  # reused, not one per sweep
+    assert len(problem.kernel.pools["natural"]) <= 3  # the kept one, the state's and one: reused
+
+
+def test_responsibilities_are_rewritten_in_place_unless_held():
+    """E[z] is one buffer written sweep after sweep while only the state holds it; one that a
+    caller keeps keeps its values (the next sweep writes another)."""
+    problem = problem_of(GMM)
+    state = run(problem, Options(seed=0, max_iter=2, accelerate=False)).state
+    assert len(problem.kernel.pools["moments"]) == 1  # the initial E[z] taken in, then written over
+    buffer = id(state.moments("z"))
+    for _ in range(3):
+        problem.kernel.sweep(state)
+        assert id(state.moments("z")) == buffer
+    kept = state.moments("z")
+    values = kept.copy()
+    problem.kernel.sweep(state)
+    np.testing.assert_array_equal(kept, values)
+    assert state.moments("z") is not kept
+    np.testing.assert_allclose(state.moments("z"), problem.families["z"].to_mean(state.natural["z"]), rtol=1e-12)
 
 
 def test_responsibilities_never_subnormal():

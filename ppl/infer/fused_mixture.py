@@ -118,7 +118,8 @@ class FusedMixture:
         self.features[:, -1] = 1.0
         self.stats = np.empty((self.k, t + d + 1))
         self.coef = np.empty((self.k, t + d + 1))
-        self.rowmax, self.rowsum, self.ones = np.empty(n), np.empty(n), np.ones(self.k)
+        rows = min(n, max(256, BLOCK // self.k))  # the E-step's block: its row maxima and sums
+        self.rowmax, self.rowsum, self.ones = np.empty(rows), np.empty(rows), np.ones(self.k)
         self.eta_pi = np.asarray(self.pi_prior_factor.message(state, self.pi), dtype=float).reshape(1, self.k)
         self.a_pi = float(state.families[self.pi].log_partition(self.eta_pi).sum())
 
@@ -139,7 +140,7 @@ class FusedMixture:
         state.set(self.group, nat, moments=moments)
         coef = np.dot(moments, self.to_coef, out=self.coef)  # λ_z[n, k] = F_n · G_k
         coef[:, -1] += e_logpi - 0.5 * d * LOG_2PI
-        natural, resp = self._spare("natural"), self._spare("moments")
+        natural, resp = self._spare("natural"), self._spare("moments", replaced=state.moments(self.z))
         log_z = self._e_step(coef, natural, resp)
         state.set(self.z, natural, moments=resp)
         self._next = (id(state), state.versions[self.z])
@@ -152,10 +153,12 @@ class FusedMixture:
         """λ_z = F Gᵀ and E[z] = softmax(λ_z), clamped, in blocks of rows that stay in cache (one
         pass over N × K memory instead of seven), with the next sweep's statistics E[z]ᵀ F summed
         from the same blocks; returns Σ_n log Σ_k exp λ_nk."""
-        rows = max(256, BLOCK // self.k)
+        rows = self.rowmax.shape[0]
         self.stats[:] = 0.0
+        log_z = 0.0
         for lo in range(0, natural.shape[0], rows):
-            nat, r, top, total = (a[lo:lo + rows] for a in (natural, resp, self.rowmax, self.rowsum))
+            nat, r = natural[lo:lo + rows], resp[lo:lo + rows]
+            top, total = self.rowmax[:nat.shape[0]], self.rowsum[:nat.shape[0]]
             np.dot(self.features[lo:lo + rows], coef.T, out=nat)
             _row_max(nat, top)
             np.subtract(nat, top[:, None], out=r)
@@ -164,7 +167,8 @@ class FusedMixture:
             np.dot(r, self.ones, out=total)  # BLAS: a row of K is too short for a fast np.sum
             r /= total[:, None]
             self.stats += r.T @ self.features[lo:lo + rows]
-        return float(self.rowmax.sum() + np.log(self.rowsum, out=self.rowsum).sum())
+            log_z += float(top.sum() + np.log(total, out=total).sum())
+        return log_z
 
     def _group_moments(self, nat) -> tuple[np.ndarray, float]:
         """E[t] of the Normal–Wishart group, (Λμ, μᵀΛμ, vec Λ, log|Λ|) per component, and Σ_k A(λ_k)."""
@@ -189,13 +193,21 @@ class FusedMixture:
         a = -0.5 * d * np.log(beta) + 0.5 * dof * (logdet_scale + d * LOG_2) + gammaln(half_dof).sum(1)
         return moments, float(a.sum()) + k * self.log_pi_term
 
-    def _spare(self, pool: str) -> np.ndarray:
-        """An N × K buffer that nothing outside the pool holds; a new one when all are in use."""
+    def _spare(self, pool: str, replaced=None) -> np.ndarray:
+        """An N × K buffer that nothing outside the pool holds, or `replaced` (the state's E[z], which
+        the sweep replaces; the E-step never reads it) when only the pool and the state do; a new
+        one when all are in use."""
         buffers = self.pools[pool]
         for buffer in buffers:
-            if sys.getrefcount(buffer) <= 3:  # the pool's list, the loop variable, the call's argument
+            # the pool's list, the loop variable, the call's argument (+ the state's cache and `replaced`)
+            if sys.getrefcount(buffer) <= (5 if buffer is replaced else 3):
                 return buffer
-        buffer = np.empty((self.features.shape[0], self.k))
+        shape = (self.features.shape[0], self.k)
+        if (replaced is not None and sys.getrefcount(replaced) <= 3 and replaced.shape == shape  # the state's
+                and replaced.dtype == float and replaced.flags.c_contiguous and replaced.flags.writeable):
+            buffers.append(replaced)  # first E[z], from its λ: adopted (the state, `replaced`, the argument)
+            return replaced
+        buffer = np.empty(shape)
         if len(buffers) < POOL:
             buffers.append(buffer)
         return buffer
