@@ -269,3 +269,26 @@ def test_the_restarted_rule_waits_for_the_globals():
         trace.append(-1.0)
         stopped = monitor.done(trace, _State(0.08))
     assert stopped and monitor.report.rule == "globals settled"
+
+
+def test_last_sweeps_mean_change_is_reported_without_keeping_the_sweep_before():
+    """A run stopped by max_iter, or interrupted after its last sweep, reports the largest mean
+    change between the states after its last two sweeps (a mixture: z is N × K), measured at the
+    end by `done(last=True)` or `finish(state)` while the monitor holds only the latest λ."""
+    from ppl.infer import Options, build_problem, run
+    model = ppl.load(MODELS / "gmm.vim")
+    data = model.bind(MODELS / "gmm.csv")
+    problem = build_problem(model.checked, data, model.analyze(data))
+    options = dict(seed=0, tol=1e-300, mean_tol=1e-300, accelerate=False)
+    before, after = (run(problem, Options(max_iter=m, **options)).state for m in (4, 5))
+    expected = mean_change(problem, before.natural, after.natural)
+    assert expected[0] > 1e-3
+    stopped = run(problem, Options(max_iter=5, **options)).convergence
+    assert (stopped.mean_change, stopped.mean_variable) == (pytest.approx(expected[0], rel=1e-12), expected[1])
+
+    def interrupt(iteration, _):
+        if iteration == 5:
+            raise KeyboardInterrupt
+    interrupted = run(problem, Options(max_iter=50, **options), progress=interrupt)
+    assert interrupted.interrupted and interrupted.iterations == 5
+    assert interrupted.convergence.mean_change == pytest.approx(expected[0], rel=1e-12)
