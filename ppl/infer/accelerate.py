@@ -27,6 +27,7 @@ import numpy as np
 
 from ppl.infer.low_rank import KernelGaussian
 
+CHUNK = 65536  # entries of a λ formed at a time by the extrapolation
 HALVINGS = 8  # α → (α − 1)/2 at most this many times to bring λ' back into the parameter space
 
 
@@ -58,7 +59,7 @@ class Squarem:
             self.history = [x2]
             return
         self.fallback = (x2, self._elbo, dict(state.factored))
-        self.proposal = (proposal, _norm({n: x2[n] - x1[n] for n in proposal}))
+        self.proposal = (proposal, _distance([(x2[n], x1[n]) for n in proposal]))
         for name, nat in proposal.items():
             state.set(name, nat)
 
@@ -68,7 +69,9 @@ class Squarem:
         if self.fallback is not None:
             saved, before, factored = self.fallback
             self.fallback = None
-            if self._worse(state, elbo, before):
+            worse = self._worse(state, elbo, before)
+            self.proposal = None  # λ' is the state's no more: not kept to the next extrapolation
+            if worse:
                 for name, nat in saved.items():
                     state.set(name, nat, factored=factored.get(name))
                 self.rejected += 1
@@ -89,14 +92,12 @@ class Squarem:
         if not self.residual or not np.isfinite(elbo):
             return elbo < before
         proposal, last = self.proposal
-        return _norm({n: state.natural[n] - proposal[n] for n in proposal}) > last
+        return _distance([(state.natural[n], proposal[n]) for n in proposal]) > last
 
     def _extrapolate(self, x0: dict, x1: dict, x2: dict) -> dict | None:
         names = [n for n in x2 if n in x0 and n in x1  # extrapolating a data-space q would form its D × D λ
                  and not any(isinstance(x[n], KernelGaussian) for x in (x0, x1, x2))]
-        r = {n: x1[n] - x0[n] for n in names}
-        v = {n: x2[n] - 2 * x1[n] + x0[n] for n in names}
-        norm_r, norm_v = _norm(r), _norm(v)
+        norm_r, norm_v = _step_norms([(x0[n], x1[n], x2[n]) for n in names])
         if not (norm_v > 0 and np.isfinite(norm_v)):
             return None
         alpha = -min(max(norm_r / norm_v, self.floor), self.step_max)
@@ -105,15 +106,44 @@ class Squarem:
         for _ in range(HALVINGS):
             if abs(alpha + 1.0) < 1e-3:
                 return None
-            proposal = {n: x0[n] - 2 * alpha * r[n] + alpha * alpha * v[n] for n in names}
+            proposal = {n: _proposal(x0[n], x1[n], x2[n], alpha) for n in names}
             if all(np.all(self.problem.families[n].valid(proposal[n])) for n in names):
                 return proposal
             alpha = (alpha - 1) / 2
         return None
 
 
-def _norm(arrays: dict) -> float:
-    return float(np.sqrt(sum(float(np.sum(a * a)) for a in arrays.values())))
+# The step's arrays are formed a chunk at a time: a local's N × K λ (a mixture's z) would
+# otherwise take four N × K temporaries (r, v and the terms of λ') beside the three it keeps.
+
+def _chunks(*arrays):
+    """Aligned 1-D chunks of `CHUNK` entries of equally shaped arrays (views where contiguous)."""
+    flat = [np.asarray(a).reshape(-1) for a in arrays]
+    for lo in range(0, flat[0].size, CHUNK):
+        yield [f[lo:lo + CHUNK] for f in flat]
+
+
+def _step_norms(triples: list) -> tuple[float, float]:
+    """‖r‖ and ‖v‖ over all (λ0, λ1, λ2), with r = λ1 − λ0 and v = λ2 − 2λ1 + λ0."""
+    rr = vv = 0.0
+    for triple in triples:
+        for x0, x1, x2 in _chunks(*triple):
+            r, v = x1 - x0, x2 - 2 * x1 + x0
+            rr, vv = rr + float(np.sum(r * r)), vv + float(np.sum(v * v))
+    return float(np.sqrt(rr)), float(np.sqrt(vv))
+
+
+def _proposal(x0, x1, x2, alpha: float) -> np.ndarray:
+    """λ' = λ0 − 2α r + α² v, entry for entry the same arithmetic as on whole arrays."""
+    out = np.empty(np.shape(x0))
+    for o, a, b, c in _chunks(out, x0, x1, x2):
+        o[...] = a - 2 * alpha * (b - a) + alpha * alpha * (c - 2 * b + a)
+    return out
+
+
+def _distance(pairs: list) -> float:
+    """‖a − b‖ over all pairs."""
+    return float(np.sqrt(sum(float(np.sum((a - b) ** 2)) for pair in pairs for a, b in _chunks(*pair))))
 
 
 def accelerator(problem, requested: bool | None):
