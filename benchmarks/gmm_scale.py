@@ -120,6 +120,11 @@ def scale_section(sizes: list[int], repeat: int) -> str:
         "sweeps (the third on) over the repeats (one run at 1e7 rows). System CPU share and minor page",
         "faults are those of ppl's sweep:",
         "the fused sweep writes into reused buffers, so a sweep faults no fresh N × K memory.",
+        "Peak memory: the floor holds the data, the design F (N × 6 here), E[z] and its starting",
+        "responsibilities; ppl holds the data and its statistics (N × 6), F, two λ_z (the monitor",
+        "compares this sweep's with the last) and one E[z], written in place. The initial ELBO, the",
+        "final ELBO terms, k-means and the last sweep's mean change run in blocks of rows, and",
+        "reads that do not vary along the rows keep no N × K index (issue 17).",
         f"Load average {load:.1f} on 2 cores during the run (other agents' jobs): wall times are noisy.",
         "", f"- Machine: {machine()}", f"- Command: `python3 benchmarks/gmm_scale.py --only scale`", "",
         *lines, "", f"- {'PASS' if spread <= 1.5 else 'FAIL'}: {verdict}", ""])
