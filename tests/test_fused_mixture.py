@@ -136,3 +136,13 @@ def test_damping_takes_the_generic_path():
     np.testing.assert_allclose(damped.trace, plain.trace, rtol=1e-12, atol=0)  # the kernel's ELBO, same sweeps
     for name in plain.state.natural:
         np.testing.assert_array_equal(damped.state.natural[name], plain.state.natural[name])
+
+
+def test_a_new_run_keeps_no_buffer_of_the_last():
+    """A restart (or a benchmark's repeat) initialises without the last run's free N × K buffers."""
+    import weakref
+    problem = problem_of(GMM)
+    run(problem, Options(seed=0, max_iter=3, accelerate=False))
+    kept = [weakref.ref(b) for pool in problem.kernel.pools.values() for b in pool]
+    run(problem, Options(seed=1, max_iter=3, accelerate=False))
+    assert kept and all(ref() is None for ref in kept)

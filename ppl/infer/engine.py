@@ -117,6 +117,8 @@ def run(problem: Problem, options: Options, progress=None, source=None, initial=
 
 
 def _run_once(problem: Problem, options: Options, rng, progress, start, initial=None) -> Run:
+    if hasattr(problem.kernel, "release"):  # a fused sweep's buffers of an earlier run (ppl.infer.fused_mixture)
+        problem.kernel.release()
     state = (initial or initialise)(problem, rng)
     state.rng = rng
     state.noise = ESTIMATE_NOISE * options.tol

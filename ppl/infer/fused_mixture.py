@@ -91,7 +91,7 @@ class FusedMixture:
         self.log_pi_term = 0.25 * d * (d - 1) * np.log(np.pi)  # of log Γ_D
         self.to_natural, self.to_coef = self._linear_maps()
         self.features = None  # F, built at the first sweep from the observed values
-        self.pools: dict = {"natural": [], "moments": []}
+        self.release()  # self.pools: N × K buffers by kind, reused across sweeps
         self.eta_pi = self.a_pi = None
         self._elbo = None  # (id(state), versions after the sweep, ELBO)
         self._next = None  # (id(state), version of z) whose E[z]ᵀ F `stats` holds
@@ -215,6 +215,11 @@ class FusedMixture:
         if len(buffers) < POOL:
             buffers.append(buffer)
         return buffer
+
+    def release(self) -> None:
+        """Drop the pools: a new run (a restart, a benchmark's repeat) allocates its own while it
+        initialises, and free buffers of the last run would sit beside its N × K start."""
+        self.pools = {"natural": [], "moments": []}
 
     def _versions(self, state) -> tuple:
         versions = state.versions
