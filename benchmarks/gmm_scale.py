@@ -124,7 +124,11 @@ def scale_section(sizes: list[int], repeat: int) -> str:
         "responsibilities; ppl holds the data and its statistics (N × 6), F, two λ_z (the monitor",
         "compares this sweep's with the last) and one E[z], written in place. The initial ELBO, the",
         "final ELBO terms, k-means and the last sweep's mean change run in blocks of rows, and",
-        "reads that do not vary along the rows keep no N × K index (issue 17).",
+        "reads that do not vary along the rows keep no N × K index (issue 17). What each change",
+        "saved, peak at 1e6 rows (`python3 benchmarks/gmm_scale.py --child 1000000 ppl 1` at each",
+        "commit): 907 MB before; 755 with k-means and the mean change in blocks; 495 with the ELBO",
+        "terms in blocks (no cached N-sized gathers); 427 with plate-free indices as views; 389 with",
+        "the monitor keeping one λ; 343 with E[z] in place. At 1e7 rows: 7,925 MB before.",
         f"Load average {load:.1f} on 2 cores during the run (other agents' jobs): wall times are noisy.",
         "", f"- Machine: {machine()}", f"- Command: `python3 benchmarks/gmm_scale.py --only scale`", "",
         *lines, "", f"- {'PASS' if spread <= 1.5 else 'FAIL'}: {verdict}", ""])
