@@ -91,10 +91,8 @@ class FusedMixture:
         self.log_pi_term = 0.25 * d * (d - 1) * np.log(np.pi)  # of log Γ_D
         self.to_natural, self.to_coef = self._linear_maps()
         self.features = None  # F, built at the first sweep from the observed values
-        self.release()  # self.pools: N × K buffers by kind, reused across sweeps
         self.eta_pi = self.a_pi = None
-        self._elbo = None  # (id(state), versions after the sweep, ELBO)
-        self._next = None  # (id(state), version of z) whose E[z]ᵀ F `stats` holds
+        self.release()  # the pools, `_elbo` and `_next`
 
     def _linear_maps(self) -> tuple[np.ndarray, np.ndarray]:
         """Two constant matrices: statistics (Σ r x_i x_j (i ≤ j), Σ r x, N_k) → the group's message
@@ -217,9 +215,12 @@ class FusedMixture:
         return buffer
 
     def release(self) -> None:
-        """Drop the pools: a new run (a restart, a benchmark's repeat) allocates its own while it
-        initialises, and free buffers of the last run would sit beside its N × K start."""
-        self.pools = {"natural": [], "moments": []}
+        """Drop the pools and what the last sweep left: a new run (a restart, a benchmark's repeat)
+        allocates its own buffers while it initialises, and free ones of the last run would sit
+        beside its N × K start; its state may reuse the id of the last run's."""
+        self.pools = {"natural": [], "moments": []}  # N × K buffers by kind, reused across sweeps
+        self._elbo = None  # (id(state), versions after the sweep, ELBO)
+        self._next = None  # (id(state), version of z) whose E[z]ᵀ F `stats` holds
 
     def _versions(self, state) -> tuple:
         versions = state.versions
