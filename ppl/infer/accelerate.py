@@ -68,7 +68,7 @@ class Squarem:
         if self.fallback is not None:
             saved, before, factored = self.fallback
             self.fallback = None
-            if self._worse(state, elbo, before):
+            if worse(self.residual, self.proposal, state, elbo, before):
                 for name, nat in saved.items():
                     state.set(name, nat, factored=factored.get(name))
                 self.rejected += 1
@@ -81,15 +81,6 @@ class Squarem:
         self.history.append({n: raw[n] for n in self.problem.latent})  # not a block's members
         self._elbo = elbo
         return elbo, True
-
-    def _worse(self, state, elbo: float, before: float) -> bool:
-        """Whether the extrapolated sweep is to be rejected: the objective fell (an ascent rule), or,
-        for an objective that is not a bound (Laplace, delta), the fixed-point residual
-        ‖F(λ') − λ'‖ grew beyond the last plain sweep's ‖λ2 − λ1‖ (or the objective is not finite)."""
-        if not self.residual or not np.isfinite(elbo):
-            return elbo < before
-        proposal, last = self.proposal
-        return _norm({n: state.natural[n] - proposal[n] for n in proposal}) > last
 
     def _extrapolate(self, x0: dict, x1: dict, x2: dict) -> dict | None:
         names = [n for n in x2 if n in x0 and n in x1  # extrapolating a data-space q would form its D × D λ
@@ -112,6 +103,17 @@ class Squarem:
         return None
 
 
+def worse(residual: bool, proposal: tuple, state, elbo: float, before: float) -> bool:
+    """Whether the sweep from an extrapolated point λ' is to be rejected: the objective fell below
+    `before` (an ascent rule), or, for an objective that is not a bound (Laplace, delta,
+    `residual`), the fixed-point residual ‖F(λ') − λ'‖ grew beyond the last plain sweep's (or the
+    objective is not finite). `proposal`: (λ', that plain residual)."""
+    if not residual or not np.isfinite(elbo):
+        return elbo < before
+    point, last = proposal
+    return _norm({n: state.natural[n] - point[n] for n in point}) > last
+
+
 def _norm(arrays: dict) -> float:
     return float(np.sqrt(sum(float(np.sum(a * a)) for a in arrays.values())))
 
@@ -130,4 +132,7 @@ def accelerator(problem, requested: bool | None):
         return None
     if requested is None and any(getattr(f, "rule", "") == "cvi" for f in problem.factors):
         return None
-    return Squarem(problem, residual=problem.approximate, requested=bool(requested))
+    if requested == "anderson":
+        from ppl.infer.anderson import Anderson
+        return Anderson(problem, residual=problem.approximate, requested=False)
+    return Squarem(problem, residual=problem.approximate, requested=requested in (True, "squarem"))
