@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import logsumexp, softmax
 
 import ppl
 from ppl.infer import Options, build_problem, run
 from ppl.infer import softmax_vector as sv
+from test_softmax_vector import f, grad_f, hess_f, numeric_gradient
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
@@ -54,25 +54,6 @@ def document_terms(problem, result):
     m0 = state.moments("mu")[0, :K]
     prec0 = state.moments("Lambda")[0, :K * K].reshape(K, K)
     return mean, cov, counts, m0, prec0
-
-
-def f(eta, n, m0, prec0):
-    d = eta - m0
-    return n @ eta - n.sum() * logsumexp(eta) - 0.5 * d @ prec0 @ d
-
-
-def grad_f(eta, n, m0, prec0):
-    return n - n.sum() * softmax(eta) - prec0 @ (eta - m0)
-
-
-def hess_f(eta, n, m0, prec0):
-    p = softmax(eta)
-    return -n.sum() * (np.diag(p) - np.outer(p, p)) - prec0
-
-
-def numeric_gradient(fun, x, h=1e-5):
-    e = np.eye(len(x))
-    return np.array([(fun(x + h * e[i]) - fun(x - h * e[i])) / (2 * h) for i in range(len(x))])
 
 
 @pytest.fixture(scope="module")

@@ -64,19 +64,11 @@ class Squarem:
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
         """(ELBO to record, whether the sweep is a new point); reverts a step that lowered L."""
-        self.extrapolated = self.fallback is not None
-        if self.fallback is not None:
-            saved, before, factored = self.fallback
-            self.fallback = None
-            if worse(self.residual, self.proposal, state, elbo, before):
-                for name, nat in saved.items():
-                    state.set(name, nat, factored=factored.get(name))
-                self.rejected += 1
-                self.step_max = 1.0
-                self.history = [saved]
-                self._elbo = before
-                return before, False
-            self.accepted += 1
+        fallback = self.fallback
+        if reverted(self, state, elbo):
+            self.step_max = 1.0
+            self.history = [fallback[0]]
+            return self._elbo, False
         raw = dict(state.natural)  # a q held in data space as it is (reverted to, never extrapolated)
         self.history.append({n: raw[n] for n in self.problem.latent})  # not a block's members
         self._elbo = elbo
@@ -101,6 +93,24 @@ class Squarem:
                 return proposal
             alpha = (alpha - 1) / 2
         return None
+
+
+def reverted(accel, state, elbo: float) -> bool:
+    """After a sweep, for either accelerator: whether it started from an extrapolated point and is
+    rejected (`worse`), the state then put back at the plain point saved in `accel.fallback`
+    (naturals, objective, GaussianSums). Counts kept and rejected steps."""
+    accel.extrapolated = accel.fallback is not None
+    if accel.fallback is None:
+        return False
+    saved, before, factored = accel.fallback
+    accel.fallback = None
+    if not worse(accel.residual, accel.proposal, state, elbo, before):
+        accel.accepted += 1
+        return False
+    for name, nat in saved.items():
+        state.set(name, nat, factored=factored.get(name))
+    accel.rejected += 1
+    return True
 
 
 def worse(residual: bool, proposal: tuple, state, elbo: float, before: float) -> bool:

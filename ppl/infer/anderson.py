@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.infer.accelerate import HALVINGS, worse
+from ppl.infer.accelerate import HALVINGS, reverted
 from ppl.infer.low_rank import KernelGaussian
 
 MEMORY = 3  # m: differences kept (the last m + 1 sweeps)
@@ -72,19 +72,13 @@ class Anderson:
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
         """(objective to record, whether the sweep is a new point); reverts a rejected step."""
-        self.extrapolated = self.fallback is not None
-        if self.fallback is not None:
-            saved, before, factored = self.fallback
-            self.fallback = None
-            if worse(self.residual, self.proposal, state, elbo, before):
-                for name, nat in saved.items():
-                    state.set(name, nat, factored=factored.get(name))
-                self.rejected += 1
-                self.step_max = STEP_MAX
-                self.pairs = self.pairs[-1:]
-                return before, False
-            self.accepted += 1
-            self.step_max *= 4 if self.capped else 1
+        extrapolated = self.fallback is not None
+        if reverted(self, state, elbo):
+            self.step_max = STEP_MAX
+            self.pairs = self.pairs[-1:]
+            return self._elbo, False
+        if extrapolated and self.capped:
+            self.step_max *= 4
         after = None if self.start is None else self._flat(state)
         if after is not None:
             self.pairs = (self.pairs + [(self.start, after)])[-self.memory - 1:]
