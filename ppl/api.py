@@ -59,7 +59,7 @@ class Model:
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
               progress=None, record_terms: bool = False, schedule: str | None = None, na=None,
-              stream: bool = False, mean_tol: float = 1e-5, accelerate: bool | None = None,
+              stream: bool = False, mean_tol: float = 1e-5, accelerate: bool | str | None = None,
               gaussian_block: str | None = None, client=None):
         """Fit q by message passing and return the `Posterior`.
 
@@ -104,12 +104,14 @@ class Model:
         mean_tol : float, default=1e-5
             Deterministic rules also need every posterior mean to have moved by less than
             `mean_tol` posterior standard deviations in the last sweep.
-        accelerate : bool, optional
+        accelerate : bool or str, optional
             SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
             fall (laplace, delta: when the fixed-point residual does not grow, their objective
             not being a bound). Default: on for the deterministic rules, but no extrapolation
-            while a Gaussian is solved in data space (Woodbury); True: always; False: off (and
-            on a cluster).
+            while a Gaussian is solved in data space (Woodbury); True or ``"squarem"``: always;
+            ``"anderson"``: Anderson acceleration with the same safeguards instead (fewer sweeps
+            on some models, more on others: docs/rules/vmp.md#anderson); False: off (and on a
+            cluster).
         gaussian_block : str, optional
             ``"all"``: one joint Gaussian q over every Normal and MvNormal latent (mean field when
             the block would be too large); ``"none"``: mean field; ``"mu,a,b"``: those

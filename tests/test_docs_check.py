@@ -16,7 +16,7 @@ PAGE = """# A page
 ```console
 $ ppl infer models/beta_bernoulli.vim models/beta_bernoulli.csv --seed 0
 model models/beta_bernoulli.vim, data models/beta_bernoulli.csv
-ELBO -10.083306 after 3 sweeps (converged), 9.99 s; rules: vmp
+ELBO -10.083306 after 2 sweeps (converged), 9.99 s; rules: vmp
 stopped at: ELBO change 0, est. 0 nats from the fixed point; largest mean change 0 sd
 
 variable  family  mean    sd       2.5%    97.5%

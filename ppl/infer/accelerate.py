@@ -65,34 +65,15 @@ class Squarem:
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
         """(ELBO to record, whether the sweep is a new point); reverts a step that lowered L."""
-        self.extrapolated = self.fallback is not None
-        if self.fallback is not None:
-            saved, before, factored = self.fallback
-            self.fallback = None
-            worse = self._worse(state, elbo, before)
-            self.proposal = None  # λ' is the state's no more: not kept to the next extrapolation
-            if worse:
-                for name, nat in saved.items():
-                    state.set(name, nat, factored=factored.get(name))
-                self.rejected += 1
-                self.step_max = 1.0
-                self.history = [saved]
-                self._elbo = before
-                return before, False
-            self.accepted += 1
+        fallback = self.fallback
+        if reverted(self, state, elbo):
+            self.step_max = 1.0
+            self.history = [fallback[0]]
+            return self._elbo, False
         raw = dict(state.natural)  # a q held in data space as it is (reverted to, never extrapolated)
         self.history.append({n: raw[n] for n in self.problem.latent})  # not a block's members
         self._elbo = elbo
         return elbo, True
-
-    def _worse(self, state, elbo: float, before: float) -> bool:
-        """Whether the extrapolated sweep is to be rejected: the objective fell (an ascent rule), or,
-        for an objective that is not a bound (Laplace, delta), the fixed-point residual
-        ‖F(λ') − λ'‖ grew beyond the last plain sweep's ‖λ2 − λ1‖ (or the objective is not finite)."""
-        if not self.residual or not np.isfinite(elbo):
-            return elbo < before
-        proposal, last = self.proposal
-        return _distance([(state.natural[n], proposal[n]) for n in proposal]) > last
 
     def _extrapolate(self, x0: dict, x1: dict, x2: dict) -> dict | None:
         names = [n for n in x2 if n in x0 and n in x1  # extrapolating a data-space q would form its D × D λ
@@ -111,6 +92,36 @@ class Squarem:
                 return proposal
             alpha = (alpha - 1) / 2
         return None
+
+
+def reverted(accel, state, elbo: float) -> bool:
+    """After a sweep, for either accelerator: whether it started from an extrapolated point and is
+    rejected (`worse`), the state then put back at the plain point saved in `accel.fallback`
+    (naturals, objective, GaussianSums). Counts kept and rejected steps."""
+    accel.extrapolated = accel.fallback is not None
+    if accel.fallback is None:
+        return False
+    saved, before, factored = accel.fallback
+    accel.fallback = None
+    judged, accel.proposal = accel.proposal, None  # λ' is the state's no more: not kept
+    if not worse(accel.residual, judged, state, elbo, before):
+        accel.accepted += 1
+        return False
+    for name, nat in saved.items():
+        state.set(name, nat, factored=factored.get(name))
+    accel.rejected += 1
+    return True
+
+
+def worse(residual: bool, proposal: tuple, state, elbo: float, before: float) -> bool:
+    """Whether the sweep from an extrapolated point λ' is to be rejected: the objective fell below
+    `before` (an ascent rule), or, for an objective that is not a bound (Laplace, delta,
+    `residual`), the fixed-point residual ‖F(λ') − λ'‖ grew beyond the last plain sweep's (or the
+    objective is not finite). `proposal`: (λ', that plain residual)."""
+    if not residual or not np.isfinite(elbo):
+        return elbo < before
+    point, last = proposal
+    return _distance([(state.natural[n], point[n]) for n in point]) > last
 
 
 # The step's arrays are formed a chunk at a time: a local's N × K λ (a mixture's z) would
@@ -160,4 +171,7 @@ def accelerator(problem, requested: bool | None):
         return None
     if requested is None and any(getattr(f, "rule", "") == "cvi" for f in problem.factors):
         return None
-    return Squarem(problem, residual=problem.approximate, requested=bool(requested))
+    if requested == "anderson":
+        from ppl.infer.anderson import Anderson
+        return Anderson(problem, residual=problem.approximate, requested=False)
+    return Squarem(problem, residual=problem.approximate, requested=requested in (True, "squarem"))

@@ -7,7 +7,10 @@ Deterministic rules (vmp, ncvmp, the bounds, laplace, delta) stop when both hold
    d_t = L_t − L_{t−1}: near a fixed point coordinate ascent converges linearly, d_{t+1} ≈ ρ d_t,
    so the bound still to gain is Σ_{k>t} d_k ≈ d_t ρ/(1 − ρ) and the test is d_t/(1 − ρ) ≤ tol
    (ρ the largest of the last three ratios d_t/d_{t−1}, capped below 1; under SQUAREM a ratio
-   above 1 is the jump of an extrapolated sweep, not a rate, and is left out). The tolerance is in
+   above 1 is the jump of an extrapolated sweep, not a rate, and is left out). After the second
+   sweep there is one increment and no rate: ρ is then the cap itself, so |d| ≤ tol (1 − cap)
+   with no mean moving proves the fixed point on its own and a run that arrived in one sweep
+   stops after two, with no sweeps spent confirming a rate. The tolerance is in
    nats, not relative to |L| and not per data point: an ELBO difference is a log evidence ratio
    whatever the size of the data, and a user comparing models needs it to a fixed number of nats.
    No floor for round-off: at a fixed point L jitters by at most 2e-15 |L| (measured on models/,
@@ -139,10 +142,11 @@ class Monitor:
         d = increments[-1]
         ratios = [b / a for a, b in zip(increments[:-1], increments[1:])
                   if a > 0 and 0 <= b < a * self.largest_ratio]
-        rho = min(max(ratios, default=0.0), RATIO_CAP)
+        # one increment (the second sweep): no rate to estimate, so the slowest rate allowed
+        rho = min(max(ratios, default=0.0), RATIO_CAP) if len(increments) > 1 else RATIO_CAP
         self.report.elbo_change = float(d)
         self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
-        if not (abs(d) / (1 - rho) <= self.tol and len(increments) > 1):
+        if not abs(d) / (1 - rho) <= self.tol:
             return False
         change, variable = max(mean_change(self.problem, previous, state.natural, self.moments), self.local())
         self.report.mean_change, self.report.mean_variable = change, variable

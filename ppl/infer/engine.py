@@ -35,6 +35,7 @@ class DampingWarning(UserWarning):
 
 
 SMALLEST_STEP = 1 / 64
+ACCELERATORS = (None, True, False, "squarem", "anderson")  # `Options.accelerate`
 # a Monte Carlo ELBO term enters the trace when its standard error is at most this × tol × |term|:
 # the difference of two 10-sweep means then carries noise ≤ 0.1 × the stopping rule's tol × |L|
 ESTIMATE_NOISE = 0.2
@@ -52,7 +53,8 @@ class Options:
     time_limit: float | None = None
     damping: float = 1.0
     record_terms: bool = False  # keep every factor's ELBO term after every sweep (for plots)
-    accelerate: bool | None = None  # SQUAREM; None: on for deterministic rules (but not with Woodbury)
+    accelerate: bool | str | None = None  # SQUAREM; None: on for deterministic rules (not with Woodbury);
+    # "anderson": Anderson acceleration instead (ppl.infer.anderson)
 
     def validate(self) -> "Options":
         from ppl.diagnostics import OptionError
@@ -66,6 +68,9 @@ class Options:
             raise OptionError("E312", f"restarts must be a positive integer, got {self.restarts!r}")
         if not (0 < self.damping <= 1):
             raise OptionError("E313", f"damping must be in (0, 1], got {self.damping!r}")
+        if not any(self.accelerate is v for v in ACCELERATORS) and self.accelerate not in ACCELERATORS[3:]:
+            raise OptionError("E710", f"accelerate must be True, False, None, 'squarem' or 'anderson', "
+                                      f"got {self.accelerate!r}")
         return self
 
 
