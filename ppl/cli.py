@@ -73,6 +73,9 @@ def parser() -> argparse.ArgumentParser:
                        help="SQUAREM steps on the natural parameters, kept only if the ELBO does not fall "
                             "(laplace, delta: if the fixed-point residual does not grow); default: on for "
                             "deterministic rules, off while a Gaussian is solved by Woodbury")
+    infer.add_argument("--accelerator", choices=["squarem", "anderson"],
+                       help="which extrapolation --accelerate takes (default squarem; anderson: type II, "
+                            "memory 3, the same safeguard)")
     infer.add_argument("--schedule", metavar="SCHEDULE", help="how steps visit the groups of the data, e.g. "
                        "'svi(batch=64)' (overrides the model's `schedule` statement; default batch)")
     infer.add_argument("--stream", action="store_true", help="with a stochastic --schedule: read each step's "
@@ -182,7 +185,7 @@ def _infer(args, constants) -> int:
             posterior = model.infer(args.data, seed=args.seed, max_iter=args.max_iter, tol=args.tol,
                                     restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                     progress=stop, record_terms=args.trace_terms, schedule=args.schedule, na=args.na,
-                                    stream=args.stream, mean_tol=args.mean_tol, accelerate=args.accelerate,
+                                    stream=args.stream, mean_tol=args.mean_tol, accelerate=_accelerate(args),
                                     gaussian_block=args.gaussian_block, client=client)
     finally:
         if progress is not None:
@@ -259,8 +262,16 @@ def _held_out(args, constants) -> int:
     return EXIT_OK
 
 
+def _accelerate(args):
+    """`accelerate=` of the Python API from --accelerate/--no-accelerate and --accelerator."""
+    if args.accelerate is False or args.accelerator is None:
+        return args.accelerate
+    return args.accelerator
+
+
 COMMANDS = {"check": _check, "graph": _graph, "infer": _infer, "plot": _plot, "predict": _held_out,
             "score": _held_out}
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -154,3 +154,18 @@ def test_a_model_exact_in_one_sweep_stops_after_two():
     post = fit("beta_bernoulli", accelerate=False)
     assert post.converged and post.iterations == 2
     assert post.trace[1] == post.trace[0]
+
+
+def test_the_command_line_asks_for_anderson_as_python_does(tmp_path):
+    from ppl.cli import main
+
+    data = str(MODELS / "latent_class.csv")
+    args = ["infer", str(MODELS / "latent_class.vim"), data, "--seed", "1", "--quiet", "--output"]
+    sweeps = {}
+    for extra in (["--accelerator", "anderson"], ["--no-accelerate", "--accelerator", "anderson"]):
+        out = tmp_path / f"{extra[0][2:]}.json"
+        assert main(args + [str(out)] + extra) == 0
+        sweeps[extra[0]] = ppl.Posterior.load(out).iterations
+    assert sweeps["--accelerator"] == fit("latent_class", accelerate="anderson").iterations
+    assert sweeps["--no-accelerate"] == fit("latent_class", accelerate=False).iterations
+    assert sweeps["--accelerator"] < sweeps["--no-accelerate"]
