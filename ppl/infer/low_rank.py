@@ -19,10 +19,40 @@ from ppl.infer.rows import weighted_gram
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
+class Diagonal:
+    """The natural parameter (h, vec(−½ diag p)) of a Gaussian with a diagonal precision, kept as
+    its two D-vectors: a constant prior N(m, diag(1/p)) (`eye(D)`, `diag(v)`) is D numbers, not D²."""
+
+    __array_ufunc__ = None  # ndarray + Diagonal → Diagonal.__radd__
+
+    def __init__(self, h: np.ndarray, p: np.ndarray):
+        self.h, self.p = h, p
+
+    def __mul__(self, factor: float) -> "Diagonal":
+        return Diagonal(factor * self.h, factor * self.p)
+
+    __rmul__ = __mul__
+
+    def __add__(self, other):
+        if isinstance(other, Diagonal):
+            return Diagonal(self.h + other.h, self.p + other.p)
+        return self.dense() + other
+
+    __radd__ = __add__
+
+    def dense(self) -> np.ndarray:
+        """(1, D + D²) in the MvNormal layout, for a caller that needs the full natural parameter."""
+        d = len(self.h)
+        matrix = np.zeros((d, d))
+        matrix[np.diag_indices(d)] = -0.5 * self.p
+        return np.concatenate([self.h, matrix.reshape(-1)])[None, :]
+
+
 class GaussianSum:
-    """A dense natural parameter, kept as `scale` × `base` (a damped step rescales the constant
-    prior's array instead of copying it), plus low-rank parts (rows R (N, D), h (N,), τ (N,)),
-    each meaning (Rᵀh, vec(−½ Rᵀ diag(τ) R)). Adds like an array; `dense` makes it one."""
+    """A natural parameter kept as `scale` × `base` (a dense (1, D + D²) array or a `Diagonal`; a
+    damped step rescales the constant prior instead of copying it), plus low-rank parts (rows
+    R (N, D), h (N,), τ (N,)), each meaning (Rᵀh, vec(−½ Rᵀ diag(τ) R)). Adds like an array;
+    `dense` makes it one."""
 
     __array_ufunc__ = None  # ndarray + GaussianSum → GaussianSum.__radd__
 
@@ -57,18 +87,24 @@ class GaussianSum:
 
     def dense(self) -> np.ndarray:
         total = self.dense_part
+        if isinstance(total, Diagonal):
+            total = total.dense()
         for rows, h, tau in self.parts:
             total = total + np.concatenate([rows.T @ h, (-0.5 * weighted_gram(rows, tau)).reshape(-1)])[None, :]
         return total
 
     def solve(self, family, previous=None):
         """q as a `KernelGaussian` when the parts have fewer rows than the dimension, every τ ≥ 0
-        and the dense part is a diagonal precision; None otherwise (solve densely). `previous`:
-        the sum solved last time, whose diagonal is reused when its base is the same array (a
-        constant prior: no D × D scan per sweep)."""
-        if np.ndim(self.base) != 2 or sum(len(p[0]) for p in self.parts) >= family.dim:
+        and the dense part is a diagonal precision (a `Diagonal`, or an array found to be one);
+        None otherwise (solve densely). `previous`: the sum solved last time, whose diagonal is
+        reused when its base is the same array (a constant prior: no D × D scan per sweep)."""
+        if sum(len(p[0]) for p in self.parts) >= family.dim:
             return None
-        if previous is not None and previous.base is self.base:
+        if isinstance(self.base, Diagonal):
+            self.diagonal = (self.base.h, self.base.p) if np.all(self.base.p > 0) else None
+        elif np.ndim(self.base) != 2:
+            return None
+        elif previous is not None and previous.base is self.base:
             self.diagonal = previous.diagonal
         else:
             self.diagonal = diagonal_prior(family, self.base)
@@ -89,6 +125,8 @@ def _plus(a, b):
         return b
     if np.ndim(b) == 0 and b == 0.0:
         return a
+    if isinstance(b, Diagonal) and not isinstance(a, Diagonal):
+        return b + a  # Diagonal + array: the array plus the diagonal made dense
     return a + b
 
 
