@@ -59,6 +59,7 @@ class GaussianSum:
     def __init__(self, dense=0.0, parts=(), scale=1.0):
         self.base, self.scale, self.parts = dense, scale, tuple(parts)
         self.diagonal = None  # (h, diagonal of Λ) of `base`, once `solve` found it
+        self.gram = None  # (R, P, R P⁻¹ Rᵀ) of the last `solve`, reused by the next one on the same R and P
 
     @property
     def dense_part(self):
@@ -111,12 +112,16 @@ class GaussianSum:
         if self.diagonal is None or self.scale <= 0:
             return None
         d = family.dim
-        rows = np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros((0, d))
-        h, tau = (np.concatenate([p[k] for p in self.parts]) if self.parts else np.zeros(0) for k in (1, 2))
+        rows, h, tau = (self.parts[0] if len(self.parts) == 1 else  # one contraction's rows: no copy
+                        [np.concatenate([p[k] for p in self.parts]) if self.parts else np.zeros((0, d) if k == 0 else 0)
+                         for k in range(3)])
         if np.any(tau < 0):
             return None
         h0, p = self.diagonal
-        return KernelGaussian(family, self.scale * p, self.scale * h0 + rows.T @ h, rows, tau, self)
+        self.gram = previous.gram if previous is not None and previous.gram is not None \
+            and previous.gram[1] is p and _same_array(previous.gram[0], rows) else (rows, p, rows @ (rows / p).T)
+        return KernelGaussian(family, self.scale * p, self.scale * h0 + rows.T @ h, rows, tau, self,
+                              self.gram[2] / self.scale, (p, self.scale))
 
 
 def _plus(a, b):
@@ -144,33 +149,70 @@ def diagonal_prior(family, natural):
 class KernelGaussian:
     """q(w) = N(μ, Σ) with Λ = P + Rᵀ diag(τ) R, P diagonal, R (N, D) with N < D, held through
 
-        B = I + S R P⁻¹ Rᵀ S = L Lᵀ (S = diag √τ),  U = L⁻¹ S R P⁻¹ (N, D),  Σ = P⁻¹ − UᵀU
+        G = R P⁻¹ Rᵀ,  B = I + S G S = L Lᵀ (S = diag √τ),  U = L⁻¹ S R P⁻¹ (N, D),  Σ = P⁻¹ − UᵀU
 
-    (Woodbury) and log|Λ| = log|P| + log|B| (the matrix determinant lemma). Mean, variances, the
-    margins of data rows and the entropy cost O(N²D); `natural` and `moments`, the D × D arrays
-    of the family's layout, are formed on first use only. Immutable once solved."""
+    (Woodbury) and log|Λ| = log|P| + log|B| (the matrix determinant lemma). A sweep costs O(N³)
+    and two products with R, O(ND): the mean, the entropy, the margins of R's own rows
+    (diag G − colsum((L⁻¹ S G)²)) and the prior's tr(P Σ) come from N × N matrices; G is given
+    by the caller when the rows and P are last sweep's. U, the variances and the margins of other
+    rows, O(N²D), and `natural` and `moments`, the D × D arrays of the family's layout, are formed
+    on first use only. Immutable once solved."""
 
-    def __init__(self, family, p, h, rows, tau, factored=None):
+    def __init__(self, family, p, h, rows, tau, factored=None, gram=None, prior=None):
         self.family, self.p, self.h, self.rows, self.tau = family, p, h, rows, tau
         self.factored = factored  # the GaussianSum solved (for a damped step after this one)
+        self.prior = prior  # (P₀, c) with P = c P₀, P₀ the prior's own diagonal (`weighted_variance`)
+        n = len(tau)
         root = np.sqrt(tau)
-        a = rows * root[:, None] / p  # S R P⁻¹
-        chol = cholesky(np.eye(len(tau)) + a @ (rows * root[:, None]).T)
-        self.u = np.linalg.solve(chol, a) if len(tau) else a
-        self.chol, self.root = chol, root
-        self.mean = h / p - self.u.T @ (self.u @ h)
-        self.var = 1.0 / p - np.einsum("nd,nd->d", self.u, self.u)
-        self.logdet = float(np.sum(np.log(p)) + (chol_logdet(chol) if len(tau) else 0.0))  # log|Λ|
+        self.gram = rows @ (rows / p).T if gram is None else gram  # R P⁻¹ Rᵀ
+        b = root[:, None] * self.gram * root[None, :]
+        b[np.diag_indices(n)] += 1.0
+        self.chol, self.root = (cholesky(b) if n else b), root
+        self.inverse = np.linalg.solve(self.chol, np.eye(n)) if n else b  # L⁻¹: B ⪰ I, so ‖L⁻¹‖ ≤ 1
+        ph = h / p  # μ = P⁻¹h − P⁻¹ Rᵀ S B⁻¹ S R P⁻¹ h
+        self.mean = ph - (rows.T @ (root * self._solve(root * (rows @ ph)))) / p
+        self.logdet = float(np.sum(np.log(p)) + (chol_logdet(self.chol) if n else 0.0))  # log|Λ|
         self.entropy = 0.5 * family.dim * (1.0 + _LOG_2PI) - 0.5 * self.logdet
-        self._natural = self._moments = None
+        self._u = self._var = self._own = self._natural = self._moments = None
+
+    def _solve(self, x: np.ndarray) -> np.ndarray:
+        """B⁻¹ x = L⁻ᵀ L⁻¹ x for vectors x (N,) or N × k blocks."""
+        return self.inverse.T @ (self.inverse @ x)
+
+    @property
+    def u(self) -> np.ndarray:
+        """U = L⁻¹ S R P⁻¹ (N, D): one N × N by N × D product, on first use."""
+        if self._u is None:
+            self._u = ((self.inverse * self.root) @ self.rows) / self.p
+        return self._u
+
+    @property
+    def var(self) -> np.ndarray:
+        if self._var is None:
+            self._var = 1.0 / self.p - np.einsum("nd,nd->d", self.u, self.u)
+        return self._var
 
     @property
     def sd(self) -> np.ndarray:
         return np.sqrt(np.maximum(self.var, 0.0))
 
     def quadratic(self, c: np.ndarray) -> np.ndarray:
-        """cᵀΣc for rows c (any leading axes + (D,)): Σ_d c_d²/p_d − |U c|², no D × D matrix."""
+        """cᵀΣc for rows c (any leading axes + (D,)): for R's own rows diag G − colsum((L⁻¹ S G)²),
+        O(N³); for others Σ_d c_d²/p_d − |U c|². No D × D matrix either way."""
+        flat = c.reshape(-1, c.shape[-1])
+        if len(self.tau) and _same_array(flat, self.rows):
+            if self._own is None:
+                w = self.inverse @ (self.root[:, None] * self.gram)
+                self._own = np.diagonal(self.gram) - np.einsum("ij,ij->j", w, w)
+            return self._own.reshape(c.shape[:-1])
         return np.sum(c * c / self.p, -1) - np.sum((c @ self.u.T) ** 2, -1)
+
+    def weighted_variance(self, w: np.ndarray) -> float:
+        """Σ_d w_d Var(w_d). For the prior's own diagonal (w = P₀, P = c P₀) it is tr(P₀ Σ) =
+        Σ P₀/P − (N − tr B⁻¹)/c, since tr(P U ᵀU) = tr(L⁻¹ (B − I) L⁻ᵀ): O(N³), no U."""
+        if self.prior is not None and w is self.prior[0] and len(self.tau):
+            return float(np.sum(w / self.p) - (len(self.tau) - np.sum(self.inverse ** 2)) / self.prior[1])
+        return float(np.sum(w * self.var))
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """n draws (n, D) in O(N D) each (Bhattacharya, Chakraborty & Mallick 2016): u ~ N(0, P⁻¹),

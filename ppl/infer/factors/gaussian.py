@@ -55,8 +55,9 @@ class GaussianFactor(FactorRuntime):
         kernel = state.kernel.get(self.factor.target.name) if self.dim else None
         if kernel is not None and self.precision.diagonal is not None and not self.mean.terms:
             # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
-            err = kernel.var + (kernel.mean - self.mean.offset) ** 2
-            return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * np.sum(self.precision.diagonal * err, -1)
+            p = self.precision.diagonal
+            err = kernel.weighted_variance(p) + np.sum(p * (kernel.mean - self.mean.offset) ** 2, -1)
+            return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * err
         prec, logdet = self.precision.expect(state)
         err = self._squared_error(state)
         if not self.dim:
