@@ -125,3 +125,30 @@ def test_a_wide_run_never_allocates_a_d_by_d_array(rule):
     bound = 10 * n * d * 8  # 6.4 MB
     assert 20 * bound == d * d * 8
     assert peak < bound, f"{peak / 1e6:.1f} MB"
+
+
+def test_the_data_space_shortcuts_equal_the_dense_covariance():
+    """KernelGaussian's O(N³) forms against Σ = Λ⁻¹ formed densely: the margins of its own rows
+    (diag G − colsum((L⁻¹ S G)²)), tr(P₀ Σ) for the prior's diagonal P₀ (N − tr B⁻¹ form) at a
+    damped scale, the variances from one GEMM; and a second solve on the same rows and prior
+    reuses G = R P⁻¹ Rᵀ and gives the same q as a fresh one."""
+    from ppl.families import MvNormal
+    rng = np.random.default_rng(7)
+    n, d = 6, 30
+    family = MvNormal(d)
+    prior = Diagonal(rng.normal(size=d), rng.uniform(0.5, 2.0, d))
+    rows = rng.normal(size=(n, d))
+    total = GaussianSum(prior, [(rows, rng.normal(size=n), rng.uniform(0.1, 3.0, n))]).scaled(0.7)
+    q = total.solve(family)
+    mean, cov = (a[0] for a in family.mean_cov(total.dense()))
+    np.testing.assert_allclose(q.mean, mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(q.quadratic(rows[:, None, :]), np.einsum("ni,ij,nj->n", rows, cov, rows)[:, None],
+                               rtol=1e-10)
+    np.testing.assert_allclose(q.weighted_variance(prior.p), np.sum(prior.p * np.diagonal(cov)), rtol=1e-12)
+    np.testing.assert_allclose(q.weighted_variance(prior.p.copy()), np.sum(prior.p * np.diagonal(cov)), rtol=1e-12)
+    np.testing.assert_allclose(q.var, np.diagonal(cov), rtol=1e-10)
+    again = GaussianSum(prior, [(rows, rng.normal(size=n), rng.uniform(0.1, 3.0, n))])
+    reused, fresh = again.solve(family, total), GaussianSum(prior, again.parts).solve(family)
+    assert again.gram is total.gram
+    np.testing.assert_allclose(reused.mean, fresh.mean, rtol=1e-12)
+    assert reused.entropy == pytest.approx(fresh.entropy, rel=1e-13)
