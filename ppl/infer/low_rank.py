@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.families.base import chol_logdet, cholesky
-from ppl.infer.rows import weighted_gram
+from ppl.infer.rows import ROW_BLOCK, weighted_gram
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -205,7 +205,13 @@ class KernelGaussian:
                 w = self.inverse @ (self.root[:, None] * self.gram)
                 self._own = np.diagonal(self.gram) - np.einsum("ij,ij->j", w, w)
             return self._own.reshape(c.shape[:-1])
-        return np.sum(c * c / self.p, -1) - np.sum((c @ self.u.T) ** 2, -1)
+        out = np.empty(len(flat))
+        for start in range(0, len(flat), ROW_BLOCK):  # blocks that stay in cache: no N × D temporaries
+            block = flat[start:start + ROW_BLOCK]
+            spread = block @ self.u.T
+            out[start:start + ROW_BLOCK] = np.einsum("ij,ij->i", block, block / self.p)
+            out[start:start + ROW_BLOCK] -= np.einsum("ij,ij->i", spread, spread)
+        return out.reshape(c.shape[:-1])
 
     def weighted_variance(self, w: np.ndarray) -> float:
         """Σ_d w_d Var(w_d). For the prior's own diagonal (w = P₀, P = c P₀) it is tr(P₀ Σ) =
