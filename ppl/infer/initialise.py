@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.infer.build import observed_stats
-from ppl.infer.low_rank import GaussianSum
+from ppl.infer.low_rank import Diagonal, GaussianSum
 from ppl.infer.state import State
 from ppl.infer.weights import element_counts
 
@@ -50,16 +50,15 @@ def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
     latent = [n for n in problem.latent if n not in skip]
     for name in latent:
         family = problem.families[name]
+        if name in problem.low_rank:  # N(0, I) held in data space: no D × D array
+            state.set(name, GaussianSum(Diagonal(np.zeros(family.dim), np.ones(family.dim))).solve(family))
+            continue
         size = int(np.prod(problem.shapes[name], dtype=np.int64))
         state.set(name, np.broadcast_to(_NEUTRAL[family.name](family), (size, family.size)).copy())
     for name in latent:
         own = [f for f in problem.neighbours[name] if f.target.name == name]
-        if own:  # one statement's message kept as it is: a data-space solve recognises it later
-            state.set(name, own[0].message(state, name) if len(own) == 1 else sum(f.message(state, name) for f in own))
-    for name in problem.low_rank:  # a diagonal Gaussian prior starts in data space: no D × D solve
-        start = GaussianSum(state.natural[name]).solve(problem.families[name])
-        if start is not None:
-            state.set(name, start, factored=start.factored)
+        if own:
+            _start(problem, state, name, own)
     for name in latent:
         if problem.families[name].name in ("Categorical", "CategoricalChain"):
             _break_symmetry(problem, state, name, rng)
@@ -69,6 +68,21 @@ def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
         if hasattr(factor, "break_symmetry"):  # exchangeable latent components, e.g. factorisations
             factor.break_symmetry(state, rng)
     return state
+
+
+def _start(problem, state, name: str, own: list) -> None:
+    """q(name) from its own statements' messages. One message is kept as it is (a constant prior's
+    array, met again each sweep); a diagonal Gaussian prior of a vector read through fewer data rows
+    than its dimension starts in data space (ppl.infer.low_rank), with no D × D array or solve."""
+    if name in problem.low_rank:
+        total = sum((f.message(state, name, factored=True) for f in own), GaussianSum())
+        start = total.solve(problem.families[name]) if isinstance(total, GaussianSum) else None
+        if start is not None:
+            state.set(name, start, factored=total)
+            return
+        state.set(name, total.dense() if isinstance(total, GaussianSum) else total)
+        return
+    state.set(name, own[0].message(state, name) if len(own) == 1 else sum(f.message(state, name) for f in own))
 
 
 def _draw_mean(state, name: str, rng) -> None:

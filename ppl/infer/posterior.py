@@ -9,6 +9,7 @@ and data it came from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -270,16 +271,36 @@ def assemble(order: list, q: dict, joint: list) -> dict:
     return marginals
 
 
-def _priors(problem, state, q: dict) -> dict:
+def _priors(problem, state, q: dict) -> "Priors":
     """Natural parameters of each variable's own `~` statement at the final q of its parents
     (the prior itself when its parameters are constants), for plots against the prior."""
-    priors = {}
-    for name, marginal in q.items():
-        own = [f for f in problem.neighbours.get(name, ()) if getattr(f, "factor", None) is not None
-               and f.factor.target.name == name]
-        if own and len(own[0].reads.get(name, ())) == 1:  # the statement reads its target once
-            priors[name] = np.asarray(own[0].message(state, name)).reshape(problem.shapes[name] + (-1,))
-    return priors
+    own = {}
+    for name in q:
+        statements = [f for f in problem.neighbours.get(name, ()) if getattr(f, "factor", None) is not None
+                      and f.factor.target.name == name]
+        if statements and len(statements[0].reads.get(name, ())) == 1:  # the statement reads its target once
+            own[name] = statements[0]
+    return Priors(own, state, problem.shapes)
+
+
+class Priors(Mapping):
+    """name -> the natural parameters of its own statement, each computed when first asked for: a
+    prior `eye(D)` of a q held in data space is D × D only if a plot or a saved file needs it."""
+
+    def __init__(self, own: dict, state, shapes: dict):
+        self._own, self._state, self._shapes, self._values = own, state, shapes, {}
+
+    def __getitem__(self, name):
+        if name not in self._values:
+            message = self._own[name].message(self._state, name)
+            self._values[name] = np.asarray(message).reshape(self._shapes[name] + (-1,))
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._own)
+
+    def __len__(self) -> int:
+        return len(self._own)
 
 
 def _draw_shape(name: str, marginal) -> tuple:

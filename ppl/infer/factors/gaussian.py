@@ -14,9 +14,11 @@ import numpy as np
 
 from ppl.families.base import chol_inverse
 from ppl.infer.access import Unsupported
+from ppl.infer.diagonal import constant_diagonal
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.linear import LinearBuilder, expand, form_mean, form_moments
 from ppl.infer.linear_message import pack, read_message
+from ppl.infer.low_rank import Diagonal, GaussianSum
 from ppl.lang import ast
 
 LOG_2PI = np.log(2 * np.pi)
@@ -53,8 +55,9 @@ class GaussianFactor(FactorRuntime):
         kernel = state.kernel.get(self.factor.target.name) if self.dim else None
         if kernel is not None and self.precision.diagonal is not None and not self.mean.terms:
             # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
-            err = kernel.var + (kernel.mean - self.mean.offset) ** 2
-            return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * np.sum(self.precision.diagonal * err, -1)
+            p = self.precision.diagonal
+            err = kernel.weighted_variance(p) + np.sum(p * (kernel.mean - self.mean.offset) ** 2, -1)
+            return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * err
         prec, logdet = self.precision.expect(state)
         err = self._squared_error(state)
         if not self.dim:
@@ -75,10 +78,26 @@ class GaussianFactor(FactorRuntime):
         made once, and a data-space solve recognises it: ppl.infer.low_rank)."""
         if name != self.factor.target.name or len(self.reads.get(name, ())) != 1:
             return super().message(state, name, factored)
-        key = self.version_key(state, [n for n in self.reads if n != name])
+        key = self.version_key(state, [n for n in self.reads if n != name]) + (factored,)
         if getattr(self, "_value_key", None) != key:
-            self._value_key, self._value_message = key, super().message(state, name, factored)
+            diagonal = self._diagonal_message(state) if factored else None
+            self._value_key = key
+            self._value_message = super().message(state, name, factored) if diagonal is None else diagonal
         return self._value_message
+
+    def _diagonal_message(self, state):
+        """The message to a whole vector from a constant diagonal precision P and a mean m free of
+        latents, (P m, −½ diag P), as a `GaussianSum` of a `Diagonal`: D numbers, never D² (the
+        prior `w ~ MvNormal(zeros(D), eye(D))` of a data-space solve); None for any other statement."""
+        target = self.target
+        if self.precision.diagonal is None or self.mean.terms or self.selector is not None or self.plate.shape \
+                or not target.plate_free or target.size != 1 or self.count(self.factor.target.name) is not None:
+            return None
+        offset = self.mean.offset.reshape(-1, self.dim)
+        if len(offset) != 1:
+            return None
+        p = self.precision.diagonal
+        return GaussianSum(Diagonal(p * offset[0], p))
 
     def _to_value(self, state):
         prec, _ = self.precision.expect(state)
@@ -109,6 +128,18 @@ def covariance_to_precision(cov: np.ndarray) -> np.ndarray:
     raise Unsupported("a covariance matrix is not positive definite, even with jitter")
 
 
+def _diagonal_precision(expr, role: str, owner) -> np.ndarray | None:
+    """The diagonal (D,) of a constant precision or covariance that is diagonal by construction
+    (ppl.infer.diagonal) and positive; None otherwise. A covariance gets the jitter that
+    `covariance_to_precision` adds, so both paths give the same precision."""
+    diagonal = constant_diagonal(expr, owner.plate) if role in ("precision", "cov") else None
+    if diagonal is None or not np.all(diagonal > 0):
+        return None
+    if role == "cov":
+        return 1.0 / (diagonal + 1e-6 * np.mean(diagonal))
+    return diagonal
+
+
 class _Precision:
     """The precision argument: a constant, or a scaled read of a Gamma / Wishart variable,
     a Gamma scalar times a fixed matrix (`alpha * eye(D)`), or `diag(alpha)` (ARD)."""
@@ -120,10 +151,15 @@ class _Precision:
         self.scale = 1.0
         self.matrix = None
         self.diagonal = None  # a constant diagonal precision matrix, as its diagonal (D,)
+        self._value = None
         dim = owner.dim
         latent = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)
                   and model.variables.get(n.id) is not None and model.variables[n.id].kind == "latent"]
         if not latent:
+            self.diagonal = _diagonal_precision(expr, role, owner) if dim else None
+            if self.diagonal is not None:  # D numbers: the D × D matrix only if a caller asks for it
+                self.logdet = np.broadcast_to(np.sum(np.log(self.diagonal)), owner.builder.shape())
+                return
             value = owner.data(expr)
             if role == "sd":
                 value = 1.0 / value ** 2
@@ -132,7 +168,7 @@ class _Precision:
             elif role == "cov":
                 value = covariance_to_precision(value)
             event = (dim, dim) if dim else ()
-            self.value = np.broadcast_to(value, owner.builder.shape() + event)
+            self._value = np.broadcast_to(value, owner.builder.shape() + event)
             if dim and np.ndim(value) == 2 and np.count_nonzero(value) == np.count_nonzero(np.diagonal(value)):
                 self.diagonal = np.diagonal(value).copy()
             logdet = (np.sum(np.log(self.diagonal)) if self.diagonal is not None and np.all(self.diagonal > 0) else
@@ -174,6 +210,13 @@ class _Precision:
                 raise Unsupported(f"precision `{ast.text(expr)}` ({family}) is not conjugate here", expr.span)
             return
         raise Unsupported(f"the engine cannot run precision `{ast.text(expr)}` yet", expr.span)
+
+    @property
+    def value(self) -> np.ndarray:
+        """The constant precision, plate + (C,) [+ (D, D)]; a diagonal one is made dense on first use."""
+        if self._value is None:
+            self._value = np.broadcast_to(np.diag(self.diagonal), self.owner.builder.shape() + self.diagonal.shape * 2)
+        return self._value
 
     def expect(self, state):
         """(E[precision], E[log precision]) with log-determinants for matrices."""
