@@ -241,18 +241,45 @@ def test_ncvmp_damps_on_every_fall():
 
 def test_a_restarted_lda_batch_stops_when_its_topics_settle():
     """LDA's default batch refits every document from the prior each sweep (not coordinate
-    ascent): it stops when the topics moved less than 1e-2 sd over 10 sweeps, well before
-    max_iter, and 100 sweeps more change the ELBO by less than 1e-4 nats and no topic's mean by
-    more than 0.02 of its sd (1e-3 in total variation)."""
+    ascent): it stops when, over 10 sweeps, the ELBO moved by at most 1e-6 |L| and at most 1e-4
+    of the topics' mass moved, well before max_iter; 100 sweeps more change the ELBO by less
+    than 1e-4 nats, no topic's mean by more than 0.02 of its sd and no topic by more than 1e-3
+    in total variation."""
+    from ppl.infer.convergence import RESTARTED_MASS
     default = fit("lda")
     longer = fit("lda", tol=1e-300, mean_tol=1e-300, max_iter=default.iterations + 100)
     assert default.converged and default.iterations < 300 and longer.iterations == default.iterations + 100
     report = default.convergence
-    assert report.rule == "globals settled" and report.mean_variable == "beta" and report.mean_change <= 1e-2
+    assert report.rule == "globals settled" and report.mass_variable == "beta"
+    assert report.mass_moved <= RESTARTED_MASS * 1e-5 and abs(report.elbo_change) <= 1e-6 * abs(default.elbo)
     assert abs(longer.elbo - default.elbo) < 1e-4
     assert max_z(default, longer) < 0.02
     moved = np.abs(np.asarray(default["beta"].mean) - np.asarray(longer["beta"].mean))
     assert 0.5 * moved.sum(axis=1).max() < 1e-3
+
+
+def test_the_restarted_rule_weighs_topics_by_mass():
+    """A pseudo-count global is settled by the mass that moves, not by sd: a rare word's 3
+    tokens switching topics move 3e-4 of the mass of 10,000 tokens (above 1e-4: not yet settled),
+    a tenth of a token 1e-5 (settled), though its entry moved by more than 0.05 of its sd, where
+    the sd rule asks 1e-2."""
+    class Topics:
+        pure_vmp, stochastic, local = True, False, ("z",)
+        families = {"beta": fam.Dirichlet(4)}
+        schedule = type("Spec", (), {"restarted": True})()
+
+    class Counts:
+        def __init__(self, rare):
+            self.natural = {"beta": np.array([[5000.0, 4997.0 - rare, 0.0, rare]])}
+
+    for rare, settled in ((3.0, False), (0.1, True)):
+        monitor, trace = Monitor(Topics(), tol=1e-6, mean_tol=1e-5), []
+        for t in range(11):
+            trace.append(-1.0)
+            stopped = monitor.done(trace, Counts(rare if t == 10 else 0.0))
+        assert stopped == settled and monitor.report.mass_variable == "beta"
+        assert monitor.report.mass_moved == pytest.approx(rare / 10001.0)
+        assert mean_change(Topics(), Counts(0.0).natural, Counts(rare).natural)[0] > 0.05  # the sd rule: 1e-2
 
 
 def test_the_restarted_rule_waits_for_the_globals():
