@@ -105,8 +105,8 @@ class Law:
 
 def _psi_grid(rho, nu):
     """Nodes G = e^ψ (and √G) and trapezoid weights of G's density in ψ, per entry, from the MASS
-    to the 1 − MASS quantile of G, the step a quarter of the narrower of G's log-density and the
-    Φ step (ρ/s wide); one node count for all."""
+    to the 1 − MASS quantile of G, the step `STEP` times the narrower of G's log-density and the
+    Φ step (s/(√2 ρ) of it); one node count for all."""
     m = 0.5 * nu
     lo = np.log(2.0 * special.gammaincinv(m, MASS))
     hi = np.log(2.0 * special.gammainccinv(m, MASS))
