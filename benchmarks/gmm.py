@@ -13,7 +13,10 @@ a Normal–Wishart per component and the bound every sweep:
 - scikit-learn `BayesianGaussianMixture` (Dirichlet distribution prior, full covariances), started
   from the same responsibilities;
 - BayesPy, if installed (`Dirichlet`, `Categorical`, `Gaussian`, `Wishart`, `Mixture`; its q(μ)
-  and q(Λ) are separate factors, so its bound is lower and its sweeps are not the same updates).
+  and q(Λ) are separate factors, so its bound is lower and its sweeps are not the same updates);
+- PyMC, if installed: the same priors with z summed out, fitted by ADVI (`benchmarks/gmm_pymc.py`:
+  what its ELBO is and why it bounds the same evidence); per ADVI step, compile time apart, and its
+  time to reach ppl's ELBO within a CPU budget (--pymc-budget seconds per size).
 
 Time per sweep is (T(M2) − T(M1)) / (M2 − M1) for runs of M1 and M2 sweeps, so set-up and
 initialisation cancel; M2 stays below the sweep where ppl's bound stops changing. CPU time
@@ -26,7 +29,7 @@ Also measured, in the section "## `ppl infer` start to exit": the wall time of `
 the smallest model, process start to exit, next to the import floor `import numpy,
 scipy.special` (median of --runs runs each, interleaved).
 
-    python3 benchmarks/gmm.py [--repeat 7] [--runs 15] [--only vbem|cli] [--no-write]
+    python3 benchmarks/gmm.py [--repeat 7] [--runs 15] [--pymc-budget 30] [--only vbem|cli] [--no-write]
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ import numpy as np  # noqa: E402
 
 import ppl  # noqa: E402
 from benchmarks.gmm_floor import FloorVBEM  # noqa: E402
+from benchmarks.gmm_pymc import PymcMixture, pymc_reach, pymc_table  # noqa: E402
 from ppl.infer import Options, build_problem, run  # noqa: E402
 from ppl.infer.initialise import initialise  # noqa: E402
 
@@ -160,7 +164,8 @@ def clock(fn) -> np.ndarray:
 
 
 def contenders(name: str):
-    """{contender: fn(m)}, the sweeps (M1, M2), the problem, x and ppl's start for one size."""
+    """{contender: fn(m)}, the sweeps (M1, M2), the problem, x, ppl's start and PyMC's compiled
+    model (None if PyMC is not installed) for one size."""
     k, _, _ = SIZES[name]
     x = dataset(name)
     problem = ppl_problem(x, k)
@@ -174,12 +179,19 @@ def contenders(name: str):
         fns["BayesPy"] = lambda m: run_bayespy(x, k, m)
     except ImportError:
         pass
-    return fns, (low, high), problem, x, r0
+    pymc = None
+    try:
+        pymc = PymcMixture(x, k, ALPHA0, BETA0)
+        fns["PyMC"] = lambda m: (pymc.reset(), pymc.steps(m))
+    except ImportError:
+        pass
+    return fns, (low, high), problem, x, r0, pymc
 
 
-def measure(name: str, repeat: int) -> dict:
-    """Per-sweep (CPU, wall) ms of every contender, minimum over `repeat` interleaved rounds."""
-    fns, (low, high), problem, x, r0 = contenders(name)
+def measure(name: str, repeat: int, budget: float) -> dict:
+    """Per-sweep (CPU, wall) ms of every contender (per step for PyMC's ADVI), minimum over `repeat`
+    interleaved rounds; then the times to reach ppl's ELBO."""
+    fns, (low, high), problem, x, r0, pymc = contenders(name)
     trace = run_ppl(problem, high).trace
     bounds = run_floor(x, r0, high)
     row = {"size": name, "agree": float(np.max(np.abs(np.array(trace) - bounds) / np.abs(bounds))),
@@ -192,6 +204,8 @@ def measure(name: str, repeat: int) -> dict:
     for c, (lows, highs) in samples.items():  # minimum of each run length over the rounds, CPU and wall
         row[c] = (np.min(highs, axis=0) - np.min(lows, axis=0)) / (high - low) * 1e3
     row["reach"] = time_to_reach(problem, x, r0, repeat)
+    if pymc is not None:
+        row["PyMC reach"] = pymc_reach(pymc, row["reach"]["elbo"] - REACH, budget)
     return row
 
 
@@ -241,12 +255,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=7, help="interleaved rounds of VBEM timings (default 7)")
     p.add_argument("--runs", type=int, default=15, help="runs of `ppl infer` and of the floor (default 15)")
+    p.add_argument("--pymc-budget", type=float, default=30.0, help="CPU seconds of ADVI per size (default 30)")
     p.add_argument("--only", choices=("vbem", "cli"), help="measure one part only")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
     sections = []
     if args.only != "cli":
-        sections.append((vbem_section(args.repeat), SECTION))
+        sections.append((vbem_section(args.repeat, args.pymc_budget), SECTION))
     if args.only != "vbem":
         sections.append((cli_section(args.runs), CLI_SECTION))
     publish(sections, DOC, not args.no_write)
@@ -254,9 +269,10 @@ def main(argv=None) -> int:
 
 
 def table(rows: list[dict]) -> str:
-    peers = [p for p in ("scikit-learn", "BayesPy") if any(p in r for r in rows)]
+    peers = [p for p in ("scikit-learn", "BayesPy", "PyMC") if any(p in r for r in rows)]
     head = ("| size | sweeps | floor ms (CPU / wall) | ppl ms (CPU / wall) | ppl / floor (CPU / wall) | "
-            + "".join(f"{p} ms (CPU / wall) | " for p in peers) + "bound vs floor |")
+            + "".join(f"{p} ms (CPU / wall) | " if p != "PyMC" else "PyMC ms per ADVI step (CPU / wall) | "
+                      for p in peers) + "bound vs floor |")
     lines = [head, "|" + "---|" * (6 + len(peers))]
     for r in rows:
         k, n, d = SIZES[r["size"]]
@@ -283,9 +299,9 @@ def reach_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def vbem_section(repeat: int) -> str:
+def vbem_section(repeat: int, budget: float) -> str:
     load = os.getloadavg()[0]
-    rows = [measure(name, repeat) for name in SIZES]
+    rows = [measure(name, repeat, budget) for name in SIZES]
     load = max(load, os.getloadavg()[0])
     worst = max(r["ppl"][0] / r["floor"][0] for r in rows)
     verdicts = [(f"ppl ≤ 1.3× the floor (CPU) at every size (worst {worst:.2f}×)", worst <= 1.3)]
@@ -293,7 +309,8 @@ def vbem_section(repeat: int) -> str:
         if all(peer in r for r in rows):
             verdicts.append((f"ppl faster per sweep than {peer} at every size",
                              all(r["ppl"][0] < r[peer][0] for r in rows)))
-    command = "python3 benchmarks/gmm.py --only vbem" + (f" --repeat {repeat}" if repeat != 7 else "")
+    command = "python3 benchmarks/gmm.py --only vbem" + (f" --repeat {repeat}" if repeat != 7 else "") + \
+        (f" --pymc-budget {budget:g}" if budget != 30 else "")
     return "\n".join([
         SECTION, "",
         "Time per VBEM sweep (bound included) as (T(M2) − T(M1)) / (M2 − M1) for runs of M1 and M2 sweeps, so",
@@ -315,7 +332,7 @@ def vbem_section(repeat: int) -> str:
         f"running plain VBEM from ppl's start to their first sweep within {REACH} nats of L* (the floor's",
         "count of sweeps; scikit-learn runs the same updates). Minimum over the rounds. BayesPy's",
         "factorised q has a lower optimum: it is not comparable here.", "",
-        reach_table(rows), "", _verdicts(verdicts)])
+        reach_table(rows), "", *pymc_table(rows, budget, REACH), _verdicts(verdicts)])
 
 
 def cli_section(runs: int) -> str:

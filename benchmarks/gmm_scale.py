@@ -193,9 +193,9 @@ def output_section(runs: int) -> str:
         "`ppl infer MODEL DATA --seed 0 --quiet`, process start to exit, without `--output` and with a `.json`",
         "(the whole posterior: summary and q) or a `.csv` (the stansummary-style table); CPU (user + system)",
         f"and peak resident memory of the child process, minimum of {runs} runs, the three variants taking",
-        "turns; one BLAS thread. Wishart quantiles are exact on the diagonal and Monte Carlo of two scalars",
-        "off it (no matrix draws); the JSON is written by the C encoder. CPU time is the reliable column:",
-        f"load average {load:.1f} on 2 cores during the run.",
+        "turns; one BLAS thread. Wishart quantiles are exact (off the diagonal by quadrature, no draws); a",
+        "Categorical (the mixture's z) is written once, as its probabilities; the JSON is written by the C",
+        f"encoder. CPU time is the reliable column: load average {load:.1f} on 2 cores during the run.",
         "", f"- Machine: {machine()}", f"- Command: `python3 benchmarks/gmm_scale.py --only output`", "",
         *lines, "", f"- {'PASS' if worst < 0.2 else 'FAIL'}: `--output` adds under 20% CPU time and memory "
         f"(worst {worst:+.0%})", ""])

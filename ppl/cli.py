@@ -191,7 +191,8 @@ def _infer(args, constants) -> int:
         if progress is not None:
             progress.close()
     if args.vars:
-        posterior.summary_rows(args.vars, 0)  # an unknown pattern is an error before anything is written
+        from ppl.infer.selection import chosen
+        chosen(posterior, args.vars)  # an unknown pattern is an error before anything is written
     if args.output:
         write_posterior(posterior, args.output, args.vars, args.draws or 1000, args.seed, _run_record(args, constants))
     if args.draws and args.draws_output:

@@ -31,11 +31,10 @@ from .base import (
     require_count,
     symmetrize,
 )
+from .wishart_entry import quantiles as entry_quantiles
 
 _LOG2 = np.log(2.0)
 _MAX_ITER = 100
-ENTRY_DRAWS = 4000  # Monte Carlo draws of (G, Z) for the off-diagonal entries of one plate element
-QUANTILE_SEED = 20240501
 
 
 def _sum_digamma(nu, d: int, order: int = 0):
@@ -197,11 +196,10 @@ class Wishart(ExponentialFamily):
     def quantiles(self, nat, qs) -> np.ndarray:
         """Marginal quantiles of every entry, shape (len(qs),) + plates + (D, D), without drawing
         matrices. With G ~ χ²_ν, a diagonal entry is S_ii G: exact, through the inverse
-        regularised gamma function. An off-diagonal entry is S_ij G + √(S_ii S_jj − S_ij²) √G Z,
-        Z ~ N(0, 1) independent (the 2 × 2 Bartlett factor of (i, j)); its law (variance-gamma)
-        has no inverse CDF in scipy, so its quantiles are Monte Carlo from `ENTRY_DRAWS` draws of
-        (G, Z), fixed seed: standard error √(q(1 − q)/n)/density, within 0.15 sd of the entry
-        for the 2.5% and 97.5% quantiles and 0.05 sd for the median in our checks (ν ≥ 3.5).
+        regularised gamma function. An off-diagonal entry is √(S_ii S_jj) times the law of
+        `ppl.families.wishart_entry` (variance-gamma, ρ = S_ij/√(S_ii S_jj)): quantiles by
+        quadrature and Newton steps, |F(q̂) − q| < 1e-12 in probability, the quadrature within
+        1e-9 of the closed-form density's integral in our checks.
         """
         p = self.params(nat)
         s, nu = p["scale"], p["dof"][..., None, None]
@@ -210,8 +208,9 @@ class Wishart(ExponentialFamily):
         i, j = np.triu_indices(self.dim, 1)
         if len(i):  # each pair once, then mirrored
             diag = np.diagonal(s, axis1=-2, axis2=-1)
-            spread = np.sqrt(np.maximum(diag[..., i] * diag[..., j] - s[..., i, j] ** 2, 0.0))
-            upper = _variance_gamma_quantiles(s[..., i, j], spread, p["dof"][..., None], q[..., 0, 0])
+            scale = np.sqrt(diag[..., i] * diag[..., j])
+            rho = np.clip(s[..., i, j] / scale, -1.0 + 1e-15, 1.0 - 1e-15)  # PD: |ρ| < 1
+            upper = scale * entry_quantiles(np.ravel(qs), rho, np.broadcast_to(p["dof"][..., None], rho.shape))
             out = np.broadcast_to(out, np.broadcast_shapes(out.shape, q.shape)).copy()
             out[..., i, j] = out[..., j, i] = upper
         return out
@@ -222,18 +221,3 @@ class Wishart(ExponentialFamily):
         finite = np.all(np.isfinite(nat), axis=-1)
         return finite & (nu > self.dim - 1) & is_positive_definite(inv_scale)
 
-
-def _variance_gamma_quantiles(loc, spread, nu, q) -> np.ndarray:
-    """Monte Carlo quantiles q of X = loc·G + spread·√G·Z, G ~ χ²_ν, Z ~ N(0, 1): `ENTRY_DRAWS`
-    pairs (G, Z) per element of the plates, shared by that element's entries, fixed seed. Two
-    scalars per draw and entry instead of a D × D matrix per draw; one plate element at a time."""
-    rng = np.random.default_rng(QUANTILE_SEED)
-    loc, spread = np.asarray(loc, float), np.asarray(spread, float)
-    nu = np.broadcast_to(nu, loc.shape[:-1] + (1,))
-    out = np.empty(np.shape(q)[:1] + loc.shape)
-    ranks = np.clip(np.ceil(np.asarray(q, float).reshape(-1) * ENTRY_DRAWS).astype(int) - 1, 0, ENTRY_DRAWS - 1)
-    for index in np.ndindex(loc.shape[:-1]):
-        g = rng.chisquare(nu[index][0], ENTRY_DRAWS)
-        x = loc[index][:, None] * g + spread[index][:, None] * (np.sqrt(g) * rng.standard_normal(ENTRY_DRAWS))
-        out[(slice(None),) + index] = np.partition(x, np.unique(ranks), axis=-1)[:, ranks].T  # order statistics
-    return out

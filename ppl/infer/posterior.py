@@ -95,26 +95,28 @@ class Posterior:
         frame.attrs["omitted"] = selection.omitted(self, vars)
         return frame
 
-    def summary_rows(self, vars=None, rows_per_variable: int | None = None) -> dict:  # noqa: A002
+    def summary_rows(self, vars=None, rows_per_variable: int | None = None, levels=QUANTILES) -> dict:  # noqa: A002
         """One row per element, as columns (`SUMMARY_COLUMNS` → list): variable, family, mean,
-        sd and the 2.5%/97.5% quantiles (NaN for a Categorical).
+        sd and the 2.5%/97.5% quantiles (NaN for a Categorical); other quantile `levels` give
+        other columns (`q50` for 0.5), all from one `quantiles` call.
 
         `vars` (glob patterns, a list or one comma-separated string) chooses the variables;
         by default every variable that is not local. Components that the data switched off
         are left out. `rows_per_variable` keeps the first rows of each variable (the terminal
         report); a partially observed data variable contributes its imputed cells only."""
-        table = {column: [] for column in SUMMARY_COLUMNS}
+        names = [f"q{100 * level:g}" for level in levels]
+        table = {column: [] for column in ("variable", "family", "mean", "sd", *names)}
         for name in selection.chosen(self, vars):
             m = self.marginals[name]
             mean, sd = np.asarray(m.mean, dtype=float), np.asarray(m.sd, dtype=float)
-            q = np.asarray(m.quantiles(QUANTILES), dtype=float)
+            q = np.asarray(m.quantiles(levels), dtype=float)
             if q.shape[1:] != mean.shape:  # Categorical: quantiles of codes, not of probabilities
-                q = np.full((2,) + mean.shape, np.nan)
+                q = np.full((len(levels),) + mean.shape, np.nan)
             reported = self.reported(name)
             index = np.argwhere(reported)[:rows_per_variable]
             table["variable"] += _labels(name, index)
             table["family"] += [m.name] * len(index)
-            for column, values in zip(SUMMARY_COLUMNS[2:], (mean, sd, q[0], q[1])):
+            for column, values in zip(list(table)[2:], (mean, sd, *q)):
                 table[column] += values[reported][:rows_per_variable].tolist()
         return table
 
@@ -185,7 +187,8 @@ class Posterior:
         for name, m in self.marginals.items():
             mean = np.asarray(m.mean)
             q = np.asarray(m.quantiles(QUANTILES), dtype=float)
-            entry = {"family": m.name, "shape": list(mean.shape), "mean": _list(mean), "sd": _list(m.sd)}
+            sd = None if m.name == "Categorical" else _list(m.sd)  # √(p(1 − p)) of the mean
+            entry = {"family": m.name, "shape": list(mean.shape), "mean": _list(mean), "sd": sd}
             if q.shape[1:] == mean.shape:
                 entry.update({"q2.5": _list(q[0]), "q97.5": _list(q[1])})
             else:

@@ -1,7 +1,12 @@
 """A posterior on disk and back: the JSON of `ppl infer --output post.json` holds the summary
-for readers and, under `q`, what rebuilds the `Posterior` exactly: each variable's family and
-natural parameters (non-finite entries as strings), the `@joint` groups, the trace, scopes,
-components, axis names and coordinates, and the model text, its hash and the data source.
+for readers and, under `q`, what rebuilds the `Posterior`: each variable's family and natural
+parameters (non-finite entries as strings), the `@joint` groups, the trace, scopes, components,
+axis names and coordinates, and the model text, its hash and the data source.
+
+Nothing is written twice: a Categorical's natural parameters are log p up to a constant, and its
+probabilities p are the summary's `mean`, so its q entry says `"natural": {"log": "mean"}` and
+is rebuilt as log p (equal to rounding: p below the smallest double is 0, a zero-probability
+category); its summary `sd`, √(p(1 − p)), is null.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ def document(posterior) -> dict:
     doc["format"] = FORMAT
     doc["q"] = {
         "order": list(posterior.marginals),
-        "variables": {name: {"family": _family(m.family), "natural": _array(m.natural),
+        "variables": {name: {"family": _family(m.family), "natural": _natural(m),
                              "observed": None if m.observed_mask is None else _array(m.observed_mask)}
                       for name, m in posterior.marginals.items() if isinstance(m, FamilyMarginal)
                       and not any(name in (g.mean, g.precision) for g in posterior.joint)},
@@ -61,7 +66,7 @@ def load(path, model=None):
     if model is not None:
         check_model(doc["origin"], model, path)
     q = doc["q"]
-    own = {name: FamilyMarginal(_unfamily(v["family"]), _unarray(v["natural"]),
+    own = {name: FamilyMarginal(_unfamily(v["family"]), _unnatural(v["natural"], doc["variables"][name]),
                                 None if v["observed"] is None else _unarray(v["observed"]).astype(bool))
            for name, v in q["variables"].items()}
     joint = [JointDraws(g["mean"], g["precision"], _unfamily(g["family"]), _unarray(g["natural"]), g["scalar"])
@@ -99,6 +104,18 @@ def _family(family) -> dict:
 
 def _unfamily(spec: dict):
     return getattr(fam, spec["class"])(**spec["args"])
+
+
+def _natural(marginal):
+    """A marginal's natural parameters, or for a Categorical where to find them (see the top)."""
+    return {"log": "mean"} if isinstance(marginal.family, fam.Categorical) else _array(marginal.natural)
+
+
+def _unnatural(spec: dict, summary: dict) -> np.ndarray:
+    if "log" in spec:
+        with np.errstate(divide="ignore"):
+            return np.log(np.asarray(summary[spec["log"]], dtype=float))
+    return _unarray(spec)
 
 
 def _array(values) -> dict:

@@ -69,16 +69,10 @@ def summary_csv(posterior, vars=None) -> str:  # noqa: A002
     """The summary as CmdStan's `stansummary --csv` writes it: `#` comment lines about the run,
     a header `name,Mean,StdDev,2.5%,50%,97.5%`, one row per element (plus the family). Means
     and sds are exact marginals of q, so there are no MCSE, N_Eff or R_hat columns."""
-    from ppl.infer.selection import chosen, omitted
-    rows = posterior.summary_rows(vars)
-    medians = []
-    for name in chosen(posterior, vars):
-        m = posterior.marginals[name]
-        q = np.asarray(m.quantiles((0.5,)), dtype=float)
-        medians += (q[0][posterior.reported(name)].tolist() if q.shape[1:] == np.shape(m.mean)
-                    else [math.nan] * posterior.size(name))
+    from ppl.infer.selection import omitted
+    rows = posterior.summary_rows(vars, levels=(0.025, 0.5, 0.975))
     columns = {"name": rows["variable"], "Mean": rows["mean"], "StdDev": rows["sd"], "2.5%": rows["q2.5"],
-               "50%": medians, "97.5%": rows["q97.5"], "family": rows["family"]}
+               "50%": rows["q50"], "97.5%": rows["q97.5"], "family": rows["family"]}
     status = "converged" if posterior.converged else "not converged"
     comments = [f"# ppl posterior: model {posterior.origin.get('model', '?')}, data {posterior.origin.get('data', '?')}",
                 f"# ELBO {posterior.elbo!r} after {posterior.iterations} sweeps ({status})"]
