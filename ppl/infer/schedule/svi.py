@@ -95,10 +95,11 @@ class SVI:
         """The local blocks of the bound groups (`minibatch_e_step`)."""
         return minibatch_e_step(problem, state, self.local_order, self.spec, self.rng, estep)
 
-    def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
+    def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None, fused=None) -> None:
+        """Every global's step; `fused`: (topics, counts) of a fused block read before the state
+        changed (`fused_counts`), else read here."""
         data = data_factors(problem, self.plan)
-        fused = current_block(problem, state)  # its pairs' counts are the data message to the topics
-        topics, counts = (fused.topics, fused.topic_counts(state)) if fused is not None else (None, None)
+        topics, counts = fused if fused is not None else fused_counts(problem, state)
         for name in self.plan.globals:
             transform = None
             if draws is not None:
@@ -138,20 +139,21 @@ class SVI:
                 break
 
     def step(self, t: int) -> float:
-        """One step; returns the minibatch's ELBO estimate (under ssmf and ssmf-a, with the locals
-        fitted at the draw: a plug-in, not a bound)."""
+        """One step; returns the minibatch's ELBO estimate (under ssmf and ssmf-a at the draw β̃:
+        the locals fitted given β̃, log p(β̃) and H[q(β)], one draw of the structured bound).
+        The fused block's counts are read before the globals are unpinned."""
         groups = self.batches.next()
         problem, state = self.bind(groups)
         sampled = self.spec.name in ("ssmf", "ssmf_a")
         draws = pin_draws(state, self.plan.globals, self.rng, self.spec.name == "ssmf") if sampled else None
         self.e_step(problem, state, self.spec.estep)
+        value = self.estimate(problem, state, self.groups.groups / len(groups))  # at the draw under ssmf
+        fused = fused_counts(problem, state)
         if sampled:
             unpin(state, self.plan.globals)
-        full = self.groups.groups / len(groups)
-        value = self.estimate(problem, state, full)
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
         self.m_step(problem, state, seen / len(groups), step_size(self.spec, t),
-                    draws if self.spec.name == "ssmf" else None)
+                    draws if self.spec.name == "ssmf" else None, fused)
         return value
 
     def final_state(self):
@@ -179,6 +181,13 @@ class SVI:
         data = data_factors(problem, self.plan)
         return sum(f.elbo(state) for f in problem.factors if f.name not in data) + \
             sum(state.entropy(n) for n in self.plan.globals)
+
+
+def fused_counts(problem, state) -> tuple:
+    """(topics, counts) of the fused block whose fit `state` still holds (the data message to the
+    topics from its pairs), or (None, None)."""
+    fused = current_block(problem, state)
+    return (fused.topics, fused.topic_counts(state)) if fused is not None else (None, None)
 
 
 def minibatch_e_step(problem, state, order: list, spec, rng, estep: str = "vmp") -> int:
