@@ -44,9 +44,9 @@ class ClusterSVI(SVI):
         only = {int(p): source.local[groups[owners == p]] for p in np.unique(owners)}
         first = self.waves[0] if self.waves else []
         reply = source.round(worker.svi_task, sent, first, only=only)
-        value = global_terms(self.problem, state, self.plan, self.data)[0] + self.groups.groups / len(groups) * reply.elbo
-        if sampled:  # the estimate at the draw, as in one process
+        if sampled:
             unpin(state, names)
+        value = global_terms(self.problem, state, self.plan, self.data)[0] + self.groups.groups / len(groups) * reply.elbo
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
         rho = step_size(self.spec, t)
         for k, wave in enumerate(self.waves):

@@ -24,8 +24,7 @@ from ppl.infer.pathwise import dirichlet_fisher_solve
 
 
 def pin_draws(state, names, rng, reparameterised: bool = False) -> dict:
-    """Draw each global from q and pin its moments at the draw (its entropy stays q's); when
-    `reparameterised`, returns
+    """Draw each global from q and pin its moments at the draw; when `reparameterised`, returns
     name -> (None, d, ∂log g/∂α) for the Gamma variates g behind each Dirichlet draw, with
     d = (∂g/∂α)/Σg (eq. 35)."""
     draws = {}
@@ -44,8 +43,8 @@ def pin_draws(state, names, rng, reparameterised: bool = False) -> dict:
                               f"{family.name}: use `ssmf_a`")
         else:
             stats, draw = family.stats(family.sample(natural, rng)).reshape(natural.shape), None
-        draws[name] = draw  # H[q(β)] from λ: the ELBO's estimate at the draw reads log p(β̃) + H[q]
-        state.set(name, natural, moments=stats, entropy=float(np.sum(family.entropy(natural))))
+        draws[name] = draw
+        state.set(name, natural, moments=stats)
     return draws
 
 

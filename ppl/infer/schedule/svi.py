@@ -139,18 +139,18 @@ class SVI:
                 break
 
     def step(self, t: int) -> float:
-        """One step; returns the minibatch's ELBO estimate (under ssmf and ssmf-a at the draw β̃:
-        the locals fitted given β̃, log p(β̃) and H[q(β)], one draw of the structured bound).
-        The fused block's counts are read before the globals are unpinned."""
+        """One step; returns the minibatch's ELBO estimate (under ssmf and ssmf-a, with the locals
+        fitted at the draw: a plug-in, not a bound). The fused block's counts, the data message
+        to the topics, are read before the globals are unpinned, as under svi."""
         groups = self.batches.next()
         problem, state = self.bind(groups)
         sampled = self.spec.name in ("ssmf", "ssmf_a")
         draws = pin_draws(state, self.plan.globals, self.rng, self.spec.name == "ssmf") if sampled else None
         self.e_step(problem, state, self.spec.estep)
-        value = self.estimate(problem, state, self.groups.groups / len(groups))  # at the draw under ssmf
-        fused = fused_counts(problem, state)
+        fused = fused_counts(problem, state)  # while the fused block's fit holds
         if sampled:
             unpin(state, self.plan.globals)
+        value = self.estimate(problem, state, self.groups.groups / len(groups))
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
         self.m_step(problem, state, seen / len(groups), step_size(self.spec, t),
                     draws if self.spec.name == "ssmf" else None, fused)
