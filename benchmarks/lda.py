@@ -16,7 +16,7 @@ only input), so the table compares topics, not fold-in code.
   `svi(batch=32)` with LDA's defaults (5 passes, τ = 10, κ = 0.7, no N ramp, random initial
   topics: chosen on a validation split by benchmarks/lda_tune.py; 20 passes score the same:
   docs/rules/svi.md); SSMF-A and SSMF are compared with SVI
-  in the η table (`--eta-grid`);
+  in the η table (`--eta-grid`, benchmarks/lda_eta.py);
 - floor: the same batch algorithm by hand in numpy (documents × words counts, sparse), run for
   as many sweeps as ppl's run of the same seed;
 - scikit-learn `LatentDirichletAllocation` (batch and online, learning_decay 0.7);
@@ -25,7 +25,7 @@ only input), so the table compares topics, not fold-in code.
 Writes the section "## LDA (document completion)" of docs/benchmarks.md.
 
     python3 benchmarks/lda.py [--no-write] [--only NAME,...]
-    python3 benchmarks/lda.py --eta-grid [--passes 5]    # the η table (SVI, SSMF-A, SSMF)
+    python3 benchmarks/lda.py --eta-grid [--passes 5]    # the η table: E-steps × M-steps (lda_eta.py)
 """
 
 from __future__ import annotations
@@ -98,11 +98,11 @@ def completion(topics, seen, held, sweeps=200):
 
 # ---- contenders: each returns the topic matrix (K × V), not normalised
 
-def fit_ppl(train, schedule=None, eta=ETA, seed=SEED, sweeps=5000):
+def fit_ppl(train, schedule=None, eta=ETA, seed=SEED, sweeps=5000, **options):
     import ppl
     doc, word = tokens(train)
     model = ppl.compile(MODEL.replace("const eta = 0.01", f"const eta = {eta}\nconst V = {train.shape[1]}"))
-    post = model.infer({"doc": doc + 1, "word": word + 1}, seed=seed, schedule=schedule, max_iter=sweeps)
+    post = model.infer({"doc": doc + 1, "word": word + 1}, seed=seed, schedule=schedule, max_iter=sweeps, **options)
     return post["beta"].mean, post
 
 
@@ -257,51 +257,19 @@ def table(rows, train, test, load) -> str:
 OWN_STOP = ("\nThe batch run to its own stop (the restarted batch's settled rule: 218, 183 and 110 sweeps on seeds 0–2) scores −7.52577, −7.49891 and −7.51163 where 50 sweeps score −7.5277, −7.5011 and −7.5119 ([rules/vmp.md](rules/vmp.md#convergence)); the comparison with scikit-learn online on a validation split, 30 seeds, and the variants tried: [rules/svi.md](rules/svi.md).")  # measured once: docs/rules/vmp.md
 
 
-ETAS = (0.01, 0.03, 0.1, 0.3, 1.0)
-M_STEPS = ("svi", "ssmf_a", "ssmf")
-
-
-def eta_grid(passes: int) -> str:
-    """Held-out score of each M-step over the topic prior η (Hoffman 2014, Sec. 4: SSMF is less
-    sensitive to η than mean-field SVI), and the time per step relative to SVI's."""
-    train, test = corpus()
-    seen, held = halves(test)
-    scores, seconds = {}, {}
-    for step in M_STEPS:
-        for eta in ETAS:
-            start = time.process_time()
-            topics, post = fit_ppl(train, f"{step}(batch=32, passes={passes}, tau=1, ramp=1, init=data)", eta)
-            seconds[step, eta] = (time.process_time() - start) / post.iterations
-            scores[step, eta] = completion(topics, seen, held)
-            print(f"{step:7s} eta {eta:5g}  held-out {scores[step, eta]:.4f}  {1000 * seconds[step, eta]:.1f} ms/step",
-                  flush=True)
-    lines = ["## LDA: sensitivity to the topic prior η\n",
-             f"`python3 benchmarks/lda.py --eta-grid`, one BLAS thread; {machine()}. The corpus and score of the "
-             f"table above; minibatches of 32 documents, {passes} passes, the mean-field E-step, and for all three "
-             "M-steps the same steps and start, τ = 1 with the N ramp from a minibatch warm start (the stochastic "
-             "defaults: `svi`'s LDA defaults would give it other settings than SSMF's). Held-out "
-             "nats/word (higher is better), then CPU time per step relative to `svi`'s.\n",
-             "| M-step | " + " | ".join(f"η = {e:g}" for e in ETAS) + " | range | time per step |",
-             "|---|" + "---|" * (len(ETAS) + 2)]
-    for step in M_STEPS:
-        row = [scores[step, e] for e in ETAS]
-        cost = np.mean([seconds[step, e] / seconds["svi", e] for e in ETAS])
-        lines.append(f"| {step} | " + " | ".join(f"{v:.4f}" for v in row) + f" | {max(row) - min(row):.4f} | {cost:.2f}× |")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--only", default=None, help="comma-separated substrings of contender names")
-    parser.add_argument("--eta-grid", action="store_true", help="the η table of SVI, SSMF-A and SSMF instead")
+    parser.add_argument("--eta-grid", action="store_true", help="the η table of the E-step × M-step matrix instead (benchmarks/lda_eta.py)")
     parser.add_argument("--passes", type=int, default=5, help="passes per run of the η table")
     args = parser.parse_args(argv)
     if args.eta_grid:
+        from benchmarks.lda_eta import TITLE, eta_grid
         text = eta_grid(args.passes)
         print(text)
         if not args.no_write:
-            write_section(text, "## LDA: sensitivity to the topic prior η", ROOT / "docs" / "benchmarks.md")
+            write_section(text, TITLE, ROOT / "docs" / "benchmarks.md")
         return
     rows, train, test, load = run(set(args.only.split(",")) if args.only else None)
     text = table(rows, train, test, load)

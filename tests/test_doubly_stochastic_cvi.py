@@ -98,8 +98,8 @@ def test_the_reference_fails_without_the_scale_or_the_local_e_step(monkeypatch):
     from ppl.infer.schedule import svi as svi_module
     expected = reference(0.7, 0.6)
     original = svi_module.SVI.m_step
-    monkeypatch.setattr(svi_module.SVI, "m_step", lambda self, p, s, scale, rho, draws=None:
-                        original(self, p, s, 1.0, rho, draws))
+    monkeypatch.setattr(svi_module.SVI, "m_step", lambda self, p, s, scale, rho, draws=None, fused=None:
+                        original(self, p, s, 1.0, rho, draws, fused))
     assert np.max(np.abs(np.subtract(trajectory(f"cvi(minibatch={BATCH}, step=0.7)"), expected))) > 1e-3
     monkeypatch.setattr(svi_module.SVI, "m_step", original)
     monkeypatch.setattr(svi_module.SVI, "e_step", lambda self, problem, state, estep="vmp": 0)

@@ -183,3 +183,23 @@ def test_svi_on_lda_takes_its_defaults_where_the_text_leaves_them_out():
     gmm = bound("gmm", parse_schedule("svi(batch=32)")).schedule
     assert (gmm.tau, gmm.ramp, gmm.init, gmm.passes) == (1.0, True, None, None)
     assert "random initial globals, 5 passes" in lda.describe()
+
+
+@pytest.mark.parametrize("name", ["lda", "lda_counts"])
+def test_block_bound_at_q_is_the_factor_terms_after_a_draw(name):
+    """SSMF's minibatch estimate: the locals fitted at a draw β̃, then read at q(β). The block's
+    terms from its counts (`bound_at_q`) equal the factor-by-factor ELBO terms of z, to 1e-10."""
+    from ppl.infer.schedule.blocks import current_block
+    from ppl.infer.schedule.sampled import pin_draws, unpin
+    from ppl.infer.schedule.svi import SVI, fused_counts
+    problem = bound(name, ScheduleSpec("ssmf_a", batch=10))
+    svi = SVI(problem, np.random.default_rng(0))
+    svi.globals["beta"] = steps.random_globals(problem, ["beta"], np.random.default_rng(1))["beta"]
+    part, state = svi.bind(np.arange(10))
+    pin_draws(state, ["beta"], np.random.default_rng(2))
+    svi.e_step(part, state)
+    block, (_, counts) = fused_counts(part, state)
+    unpin(state, ["beta"])
+    assert current_block(part, state) is None  # the fit was at the draw: its own normalisers no longer hold
+    fast = svi.estimate(part, state, 3.0, block, block.bound_at_q(state, counts))
+    assert fast == pytest.approx(svi.estimate(part, state, 3.0), rel=1e-10)

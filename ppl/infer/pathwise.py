@@ -6,8 +6,8 @@ for x ~ Ga(α, 1) with CDF P(α, x) and density p,
 
     dx/dα = −∂_α P(α, x) / p(x; α),
 
-with ∂_α P by a central difference of the CDF (the regularised incomplete gamma function, or of
-its upper tail above the mode, so the difference keeps its relative accuracy). A Gamma
+with ∂_α P from the incomplete gamma series differentiated term by term, or a central difference
+of its smaller tail for large draws (`ppl.infer.gamma_shape`). A Gamma
 Ga(α, β) draw is x/β; a Dirichlet draw is a vector of Ga(α_k, 1) draws normalised (eqs. 33–35).
 
 CVI needs ∇_μ E_q[f] = C_λ⁻¹ ∇_λ E_q[f] (Khan & Lin, eq. 15, App. F). `same_draws_solve` takes
@@ -21,23 +21,17 @@ the parts of a gradient known in closed form.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammainc, gammaincc, gammaincinv, gammaln, polygamma
+from scipy.special import gammaincinv
 
-RELATIVE_STEP = 1e-5  # central difference in α: truncation ~1e-10, round-off ~1e-11 (relative)
+from ppl.infer.gamma_shape import log_shape_derivative, trigamma
+
 TINY = np.finfo(float).tiny
 
 
 def gamma_shape_derivative(alpha, x) -> np.ndarray:
     """dx/dα at a fixed quantile level for x ~ Ga(α, 1), elementwise (broadcasting)."""
-    alpha, x = np.broadcast_arrays(np.asarray(alpha, float), np.maximum(np.asarray(x, float), TINY))
-    h = RELATIVE_STEP * np.minimum(alpha, np.sqrt(alpha))  # P moves on the scale min(α, √α) in α
-    lower = x < alpha  # difference P below the mode, −Q = P − 1 above it: the smaller tail
-
-    def tail(a):
-        return np.where(lower, gammainc(a, x), -gammaincc(a, x))
-    d_cdf = (tail(alpha + h) - tail(alpha - h)) / (2.0 * h)
-    log_density = (alpha - 1.0) * np.log(x) - x - gammaln(alpha)
-    return -d_cdf * np.exp(-log_density)
+    x = np.maximum(np.asarray(x, float), TINY)
+    return x * log_shape_derivative(alpha, np.log(x))
 
 
 def gamma_draws(shape, rate, rng: np.random.Generator, samples: int):
@@ -101,8 +95,8 @@ def dirichlet_fisher_solve(alpha, grad) -> np.ndarray:
     """C_λ⁻¹ g for a Dirichlet, C_λ = ∇²A = diag(ψ'(α)) − ψ'(α₀)11ᵀ, by Sherman–Morrison in O(K):
     C⁻¹g = D⁻¹g + c (D⁻¹1)(1ᵀD⁻¹g) / (1 − c 1ᵀD⁻¹1), D = diag(ψ'(α)), c = ψ'(α₀) (SSMF eq. 38)."""
     alpha = np.asarray(alpha, float)
-    inverse = 1.0 / polygamma(1, alpha)
-    c = polygamma(1, np.sum(alpha, axis=-1, keepdims=True))
+    inverse = 1.0 / trigamma(alpha)
+    c = trigamma(np.sum(alpha, axis=-1, keepdims=True))
     scaled = inverse * grad
     return scaled + c * inverse * np.sum(scaled, axis=-1, keepdims=True) / (
         1.0 - c * np.sum(inverse, axis=-1, keepdims=True))

@@ -102,6 +102,17 @@ class DirichletCategorical:
             return None
         return self.bound[1]
 
+    def bound_at_q(self, state, counts) -> float:
+        """E_q[log p(y, z | θ, β)] + H[q(z)] of the last fit's responsibilities r read at the
+        state's current θ and β (SSMF: the locals fitted at a draw, the estimate at q(β)):
+        Σ_dk n_dk E log θ_dk + Σ_kv C_kv E log β_kv − Σ_p c_p Σ_k r_pk log r_pk, with C the
+        topic counts of that fit (`topic_counts`)."""
+        read = self.data.params["probs"][1]
+        elog_beta = state.moments(read.name)[read.components]
+        theta = float(np.sum((self.rows @ self.resp) * state.moments(self.theta)))
+        entropy = float(self.weights @ np.einsum("pk,pk->p", self.resp, np.maximum(self.log_resp, -1e300)))
+        return theta + float(np.sum(counts * elog_beta)) - entropy
+
     def _topic_weights(self, state):
         """(b, shift): b_t = exp(E log β_{·,y_t} − shift_t) per row, shift_t the largest of the
         row's E log β (computed once per word when the codes are known)."""
@@ -123,7 +134,7 @@ class DirichletCategorical:
     def _write(self, state, resp) -> None:
         """z's q per token from the responsibilities per (group, code) pair."""
         with np.errstate(divide="ignore"):  # a topic that a token cannot have: log 0
-            log_resp = np.log(resp)
+            log_resp = self.log_resp = np.log(resp)
         if self.token_pair is not None:
             resp, log_resp = resp[self.token_pair], log_resp[self.token_pair]
         state.set(self.z, log_resp, moments=resp)

@@ -19,7 +19,8 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ppl.infer.access import Unsupported
-from ppl.infer.pathwise import TINY, dirichlet_fisher_solve, gamma_shape_derivative
+from ppl.infer.gamma_shape import log_shape_derivative
+from ppl.infer.pathwise import dirichlet_fisher_solve
 
 
 def pin_draws(state, names, rng, reparameterised: bool = False) -> dict:
@@ -34,10 +35,9 @@ def pin_draws(state, names, rng, reparameterised: bool = False) -> dict:
             log_g = np.log(rng.gamma(alpha + 1.0)) + np.log(rng.random(alpha.shape)) / alpha
             log_total = logsumexp(log_g, axis=-1, keepdims=True)
             stats, draw = log_g - log_total, None
-            if reparameterised:
-                g = np.maximum(np.exp(log_g), TINY)
-                dg = gamma_shape_derivative(alpha, g)
-                draw = (None, dg / np.exp(log_total), dg / g)
+            if reparameterised:  # d log g/dα from log g: exact where g underflows
+                dlog = log_shape_derivative(alpha, log_g)
+                draw = (None, dlog * np.exp(stats), dlog)
         elif reparameterised:
             raise Unsupported(f"the ssmf step is reparameterised for Dirichlet globals; `{name}` is "
                               f"{family.name}: use `ssmf_a`")

@@ -95,10 +95,11 @@ class SVI:
         """The local blocks of the bound groups (`minibatch_e_step`)."""
         return minibatch_e_step(problem, state, self.local_order, self.spec, self.rng, estep)
 
-    def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None) -> None:
+    def m_step(self, problem, state, scale: float, rho: float, draws: dict | None = None, fused=None) -> None:
+        """Every global's step; `fused`: (topics, counts) of a fused block read before the state
+        changed, else read here."""
         data = data_factors(problem, self.plan)
-        fused = current_block(problem, state)  # its pairs' counts are the data message to the topics
-        topics, counts = (fused.topics, fused.topic_counts(state)) if fused is not None else (None, None)
+        topics, counts = fused if fused is not None else fused_counts(problem, state)[1]
         for name in self.plan.globals:
             transform = None
             if draws is not None:
@@ -107,13 +108,16 @@ class SVI:
             global_step(problem, state, name, scale, rho, data, transform, observed=counts if name == topics else None)
             self.globals[name] = state.natural[name]
 
-    def estimate(self, problem, state, scale: float) -> float:
+    def estimate(self, problem, state, scale: float, fused=None, local: float | None = None) -> float:
         """The ELBO from one minibatch: global terms once, local terms and entropies scaled. A
-        fused LDA block gives its assignments' terms from its own normalisers (`local_bound`)."""
+        fused LDA block gives its assignments' terms from its own normalisers (`local_bound`),
+        or `local` when the caller computed them (`fused` the block; SSMF's `step`)."""
         data = data_factors(problem, self.plan)
-        fused = current_block(problem, state)
+        fused = fused or current_block(problem, state)
         skip = {fused.own.name, fused.data.name, fused.z} if fused is not None else set()
-        total = scale * fused.local_bound(state) if fused is not None else 0.0
+        if fused is not None and local is None:
+            local = fused.local_bound(state)
+        total = scale * local if fused is not None else 0.0
         total += sum(f.elbo(state) * (scale if f.name in data else 1.0) for f in problem.factors if f.name not in skip)
         return total + sum(state.entropy(n) * (scale if n in self.plan.locals else 1.0) for n in problem.latent
                            if n not in skip)
@@ -139,19 +143,24 @@ class SVI:
 
     def step(self, t: int) -> float:
         """One step; returns the minibatch's ELBO estimate (under ssmf and ssmf-a, with the locals
-        fitted at the draw: a plug-in, not a bound)."""
+        fitted at the draw: a plug-in, not a bound). The fused block's counts, the data message
+        to the topics, are read before the globals are unpinned, as under svi."""
         groups = self.batches.next()
         problem, state = self.bind(groups)
         sampled = self.spec.name in ("ssmf", "ssmf_a")
         draws = pin_draws(state, self.plan.globals, self.rng, self.spec.name == "ssmf") if sampled else None
         self.e_step(problem, state, self.spec.estep)
+        block, fused = fused_counts(problem, state)  # while the fused block's fit holds
+        local = None
         if sampled:
             unpin(state, self.plan.globals)
-        full = self.groups.groups / len(groups)
-        value = self.estimate(problem, state, full)
+            if block is not None:  # the assignments' terms at q(β), from the block's counts
+                local = block.bound_at_q(state, fused[1])
+        value = self.estimate(problem, state, self.groups.groups / len(groups), block if local is not None else None,
+                              local)
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
         self.m_step(problem, state, seen / len(groups), step_size(self.spec, t),
-                    draws if self.spec.name == "ssmf" else None)
+                    draws if self.spec.name == "ssmf" else None, fused)
         return value
 
     def final_state(self):
@@ -179,6 +188,13 @@ class SVI:
         data = data_factors(problem, self.plan)
         return sum(f.elbo(state) for f in problem.factors if f.name not in data) + \
             sum(state.entropy(n) for n in self.plan.globals)
+
+
+def fused_counts(problem, state) -> tuple:
+    """(block, (topics, counts)) of the fused block whose fit `state` still holds, its pairs'
+    counts being the data message to the topics; (None, (None, None)) without one."""
+    block = current_block(problem, state)
+    return block, (block.topics, block.topic_counts(state)) if block is not None else (None, None)
 
 
 def minibatch_e_step(problem, state, order: list, spec, rng, estep: str = "vmp") -> int:
