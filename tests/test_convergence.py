@@ -319,3 +319,27 @@ def test_last_sweeps_mean_change_is_reported_without_keeping_the_sweep_before():
     interrupted = run(problem, Options(max_iter=50, **options), progress=interrupt)
     assert interrupted.interrupted and interrupted.iterations == 5
     assert interrupted.convergence.mean_change == pytest.approx(expected[0], rel=1e-12)
+
+
+def test_a_chain_is_compared_whole_not_in_blocks_of_rows(monkeypatch):
+    """A chain's rows are one q (its pairwise terms couple them): the mean change of an HMM whose
+    λ rows outnumber a comparison block must read the whole chain (fuzz seed 1429722 was an
+    IndexError: a block of rows was taken for a chain)."""
+    import ppl.infer.convergence as convergence
+
+    text = ("const K = 100\ndata session: cat(S)[T]\ndata roll: cat(F)[T]\npi ~ Dirichlet(ones(K))\n"
+            "for k in 1..K {\n  A[k] ~ Dirichlet(ones(K))\n  phi[k] ~ Dirichlet(ones(F))\n}\n"
+            "z[1] ~ Categorical(pi)\nfor t in 2..T {\n  z[t] ~ Categorical(A[z[t-1]]) @sequences(by=session)\n}\n"
+            "for t in 1..T {\n  roll[t] ~ Categorical(phi[z[t]])\n}\n")
+    from ppl.infer import Options, build_problem, run
+    data = {"session": np.repeat([1, 2], 6), "roll": np.array([2, 1, 2, 1, 1, 1, 3, 1, 2, 2, 1, 3])}
+    model = ppl.compile(text)
+    bound = model.bind(data)
+    problem = build_problem(model.checked, bound, model.analyze(bound))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before, after = (run(problem, Options(max_iter=m, seed=0)).state for m in (2, 3))
+    assert np.shape(after.natural["z"])[0] * problem.families["z"].size > convergence.BLOCK  # blocks if allowed
+    blocked = mean_change(problem, before.natural, after.natural)
+    monkeypatch.setattr(convergence, "BLOCK", 10 ** 12)
+    assert blocked == mean_change(problem, before.natural, after.natural) and blocked[0] > 0

@@ -186,11 +186,14 @@ class ExponentialFamily(abc.ABC):
     ``name``            family name used in messages.
     ``support``         name of the support of x.
     ``arg_constraints`` standard parameter name → constraint name.
+    ``rowwise``         the rows of a λ array are independent q's (False for a chain, whose
+                        pairwise terms couple them), so λ may be read a block of rows at a time.
     """
 
     name: ClassVar[str] = "ExponentialFamily"
     support: ClassVar[str] = ""
     arg_constraints: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    rowwise: ClassVar[bool] = True
 
     # -- structure (overridden where the shape depends on attributes) ------
     @property

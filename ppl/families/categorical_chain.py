@@ -31,6 +31,7 @@ class CategoricalChain(ExponentialFamily):
     lengths: tuple
 
     name: ClassVar[str] = "CategoricalChain"
+    rowwise: ClassVar[bool] = False
     support: ClassVar[str] = "integer_interval(0, k - 1)"
     arg_constraints: ClassVar = MappingProxyType({"unary": "real", "pair": "real"})
 

@@ -42,6 +42,7 @@ class NormalChain(ExponentialFamily):
     """q(x[1..T]) Gaussian with tridiagonal precision; natural layout (h, J, K) per element."""
 
     name: ClassVar[str] = "NormalChain"
+    rowwise: ClassVar[bool] = False
     support: ClassVar[str] = "real_vector"
     arg_constraints: ClassVar = MappingProxyType(
         {"mean": "real_vector", "diagonal": "positive", "offdiagonal": "real"})

@@ -229,7 +229,7 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -
             continue
         family, new_moments, old_moments = problem.families[name], moments[1].get(name), moments[0].get(name)
         value = 0.0
-        for rows in _blocks(nat, old):
+        for rows in _blocks(family, nat, old):
             m1, s1 = location(family, *_part((nat, new_moments), rows))
             m0, _ = location(family, *_part((old, old_moments), rows))
             scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
@@ -240,11 +240,11 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -
     return worst, where
 
 
-def _blocks(nat, old) -> list:
+def _blocks(family, nat, old) -> list:
     """Slices of the elements of λ in blocks of about `BLOCK` entries, so that a local's N × K λ
     is compared without N-sized temporaries (a mixture's mean change at 10⁷ rows took 7 of them);
-    [None] (the whole) when λ is not a plain (elements, size) array."""
-    if not (isinstance(nat, np.ndarray) and isinstance(old, np.ndarray) and nat.ndim == 2 and old.shape == nat.shape):
+    [None] (the whole) when λ is not a plain (elements, size) array or its rows are one q (a chain)."""
+    if not (family.rowwise and isinstance(nat, np.ndarray) and isinstance(old, np.ndarray) and nat.ndim == 2 and old.shape == nat.shape):
         return [None]
     rows = max(1, BLOCK // max(1, nat.shape[1]))
     return [slice(lo, lo + rows) for lo in range(0, nat.shape[0], rows)]
