@@ -244,7 +244,7 @@ def _blocks(family, nat, old) -> list:
     """Slices of the elements of λ in blocks of about `BLOCK` entries, so that a local's N × K λ
     is compared without N-sized temporaries (a mixture's mean change at 10⁷ rows took 7 of them);
     [None] (the whole) when λ is not a plain (elements, size) array or its rows are one q (a chain)."""
-    if not (family.rowwise and isinstance(nat, np.ndarray) and isinstance(old, np.ndarray) and nat.ndim == 2 and old.shape == nat.shape):
+    if not (getattr(family, "rowwise", True) and isinstance(nat, np.ndarray) and isinstance(old, np.ndarray) and nat.ndim == 2 and old.shape == nat.shape):
         return [None]
     rows = max(1, BLOCK // max(1, nat.shape[1]))
     return [slice(lo, lo + rows) for lo in range(0, nat.shape[0], rows)]
