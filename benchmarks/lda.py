@@ -26,6 +26,7 @@ Writes the section "## LDA (document completion)" of docs/benchmarks.md.
 
     python3 benchmarks/lda.py [--no-write] [--only NAME,...]
     python3 benchmarks/lda.py --eta-grid [--passes 5]    # the η table: E-steps × M-steps (lda_eta.py)
+    python3 benchmarks/lda.py --eta-grid --corpus synthetic [--passes 10] [--seed 0]    # the η table on a drawn corpus
 """
 
 from __future__ import annotations
@@ -262,14 +263,20 @@ def main(argv=None):
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--only", default=None, help="comma-separated substrings of contender names")
     parser.add_argument("--eta-grid", action="store_true", help="the η table of the E-step × M-step matrix instead (benchmarks/lda_eta.py)")
-    parser.add_argument("--passes", type=int, default=5, help="passes per run of the η table")
+    parser.add_argument("--passes", type=int, default=None, help="passes per run of the η table (5; synthetic: 10)")
+    parser.add_argument("--corpus", choices=("reuters", "synthetic"), default="reuters",
+                        help="the η table's corpus: Reuters, or one drawn from LDA in the seed's regime")
+    parser.add_argument("--seed", type=int, default=SEED, help="the synthetic η table's inference seed")
     args = parser.parse_args(argv)
     if args.eta_grid:
-        from benchmarks.lda_eta import TITLE, eta_grid
-        text = eta_grid(args.passes)
+        from benchmarks import lda_eta
+        if args.corpus == "synthetic":
+            text, title = lda_eta.synthetic_grid(args.passes or 10, args.seed), lda_eta.SYNTHETIC_TITLE
+        else:
+            text, title = lda_eta.eta_grid(args.passes or 5), lda_eta.TITLE
         print(text)
         if not args.no_write:
-            write_section(text, TITLE, ROOT / "docs" / "benchmarks.md")
+            write_section(text, title, ROOT / "docs" / "benchmarks.md")
         return
     rows, train, test, load = run(set(args.only.split(",")) if args.only else None)
     text = table(rows, train, test, load)

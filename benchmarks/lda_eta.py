@@ -12,6 +12,12 @@ Also measured, to explain where Reuters differs from the seed's Wikipedia settin
   evidence (λ − η < 1) at the end.
 
     python3 benchmarks/lda.py --eta-grid [--passes 5] [--no-write]
+
+`--corpus synthetic` runs the same grid (E-step vmp only) on a corpus drawn from LDA's generative
+process in the seed's regime instead: tens of training tokens per topic-word entry, minibatches
+of 100 documents, so that q(β) concentrates; it writes its own section, after Reuters'.
+
+    python3 benchmarks/lda.py --eta-grid --corpus synthetic [--passes 3] [--no-write]
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ M_STEPS = ("svi", "ssmf_a", "ssmf")
 E_STEPS = ("vmp", "cvb0", "gibbs")
 LONG_E_STEPS, LONG_PASSES = ("vmp", "cvb0"), 20  # rerun longer: Gibbs would take hours
 TITLE = "## LDA: sensitivity to the topic prior η"
+SYNTHETIC_TITLE = "## LDA: sensitivity to η on a synthetic corpus"
+# the synthetic corpus: documents × tokens, words, held-out documents, minibatch (benchmarks/lda_memory.py draws it)
+DOCS, LENGTH, WORDS, HELD, BATCH = 4000, 100, 1000, 500, 100
 
 
 class Shrinks:
@@ -51,12 +60,20 @@ class Shrinks:
         self.steps.shrink_until_valid = self.original
 
 
-def fit(train, step: str, estep: str, eta: float, passes: int) -> dict:
+def synthetic():
+    """(train counts, test counts): DOCS + HELD documents of LENGTH tokens drawn from LDA
+    (K = 20, α = 0.1, η = 0.01 over WORDS words, seed 0), the last HELD held out."""
+    from benchmarks.lda_memory import synthetic as draw
+    counts = draw((DOCS + HELD) * LENGTH, WORDS, DOCS + HELD)
+    return counts[:DOCS], counts[DOCS:]
+
+
+def fit(train, step: str, estep: str, eta: float, passes: int, batch: int = 32, seed: int = base.SEED) -> dict:
     """One run: its topics, CPU seconds per step, shrunk steps and q(β)'s concentration."""
     ends = []
-    schedule = f"{step}(batch=32, passes={passes}, tau=1, ramp=1, init=data, estep={estep})"
+    schedule = f"{step}(batch={batch}, passes={passes}, tau=1, ramp=1, init=data, estep={estep})"
     with Shrinks() as shrinks:
-        topics, post = base.fit_ppl(train, schedule, eta, progress=lambda t, value: ends.append(time.process_time()))
+        topics, post = base.fit_ppl(train, schedule, eta, seed, progress=lambda t, value: ends.append(time.process_time()))
     lam = post["beta"].natural + 1.0
     return {"topics": topics, "step": float(np.median(np.diff(ends))), "steps": post.iterations,
             "shrunk": len(shrinks.kept), "kept": float(np.mean(shrinks.kept)) if shrinks.kept else 1.0,
@@ -130,4 +147,38 @@ def table(runs: dict, train, passes: int, long_passes: int) -> str:
             lines.append(f"| {length} | {step} | " + " | ".join(
                 (f"{c['shrunk']}/{c['steps']} shrunk, ρ × {c['kept']:.2f}; " if step == "ssmf" else "") +
                 f"thin {c['thin']:.2f}" for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def synthetic_grid(passes: int, seed: int = base.SEED) -> str:
+    """The M-steps over η with the cheap E-steps on the synthetic corpus (inference seed `seed`), and its table."""
+    train, test = synthetic()
+    seen, held = base.halves(test)
+    runs = {}
+    for estep, step, eta in ((e, s, x) for e in LONG_E_STEPS for s in M_STEPS for x in ETAS):
+        run = runs[passes, estep, step, eta] = fit(train, step, estep, eta, passes, BATCH, seed)
+        run["score"] = base.completion(run.pop("topics"), seen, held)
+        print(f"{estep:5s} {step:6s} η {eta:4g}  held-out {run['score']:.4f}  shrunk {run['shrunk']}/{run['steps']} "
+              f"(ρ kept {run['kept']:.2f})  thin {run['thin']:.3f}", flush=True)
+    tokens, entries = int(train.sum()), base.K * train.shape[1]
+    lines = [f"{SYNTHETIC_TITLE}\n",
+             f"`python3 benchmarks/lda.py --eta-grid --corpus synthetic --passes {passes} --seed {seed}` "
+             f"(benchmarks/lda_eta.py), one BLAS thread; {machine()}. The grid of the section above in the seed's "
+             "regime: {DOCS} training and {HELD} held-out documents of {LENGTH} tokens drawn from LDA (K = {base.K}, "
+             f"α = {base.ALPHA}, η = 0.01 over V = {WORDS} words, corpus seed 0; benchmarks/lda_memory.py's "
+             f"generator), {tokens} training tokens over {entries} topic-word entries ({tokens / entries:.0f} an "
+             f"entry); minibatches of {BATCH} (N/|B| = {DOCS // BATCH}), {passes} passes "
+             f"({runs[passes, 'vmp', 'svi', ETAS[0]]['steps']} steps), the same steps and start for every cell, the "
+             "E-steps that cost less than Gibbs; the held-out score of the sections above (nats/word, higher is "
+             "better), the range over η and the best η. One seed per cell.\n"]
+    lines += scores(runs, passes, LONG_E_STEPS, False)
+    lines += ["", "Steps of `ssmf` shrunk (the eq-26 target left the parameter space) and the share of K·V entries "
+              "with less than one token of evidence at the end (λ − η < 1; the true topics, drawn at η = 0.01, "
+              "put almost no mass on most words), E-step vmp:\n",
+              "| M-step | " + " | ".join(f"η = {e:g}" for e in ETAS) + " |", "|---|" + "---|" * len(ETAS)]
+    for step in M_STEPS:
+        cells = [runs[passes, "vmp", step, e] for e in ETAS]
+        lines.append(f"| {step} | " + " | ".join(
+            (f"{c['shrunk']}/{c['steps']} shrunk; " if step == "ssmf" else "") + f"thin {c['thin']:.2f}"
+            for c in cells) + " |")
     return "\n".join(lines) + "\n"
