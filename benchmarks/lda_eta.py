@@ -164,7 +164,7 @@ def synthetic_grid(passes: int, seed: int = base.SEED) -> str:
     lines = [f"{SYNTHETIC_TITLE}\n",
              f"`python3 benchmarks/lda.py --eta-grid --corpus synthetic --passes {passes} --seed {seed}` "
              f"(benchmarks/lda_eta.py), one BLAS thread; {machine()}. The grid of the section above in the seed's "
-             "regime: {DOCS} training and {HELD} held-out documents of {LENGTH} tokens drawn from LDA (K = {base.K}, "
+             f"regime: {DOCS} training and {HELD} held-out documents of {LENGTH} tokens drawn from LDA (K = {base.K}, "
              f"α = {base.ALPHA}, η = 0.01 over V = {WORDS} words, corpus seed 0; benchmarks/lda_memory.py's "
              f"generator), {tokens} training tokens over {entries} topic-word entries ({tokens / entries:.0f} an "
              f"entry); minibatches of {BATCH} (N/|B| = {DOCS // BATCH}), {passes} passes "
