@@ -47,9 +47,9 @@ class Squarem:
         self._elbo = -np.inf
 
     def before_sweep(self, state) -> None:
-        if not self.requested and any(f is not None for f in state.factored.values()):
-            self.history = []  # a Gaussian solved in data space (Woodbury): λ' would be its dense D × D
-            return  # natural parameters, slower per sweep than the sweeps saved (logistic_wide)
+        if skips_woodbury(self, state):
+            self.history = []
+            return
         if len(self.history) < 3:
             return
         x0, x1, x2 = self.history
@@ -58,10 +58,7 @@ class Squarem:
         if proposal is None:
             self.history = [x2]
             return
-        self.fallback = (x2, self._elbo, dict(state.factored))
-        self.proposal = (proposal, _distance([(x2[n], x1[n]) for n in proposal]))
-        for name, nat in proposal.items():
-            state.set(name, nat)
+        move_to(self, state, proposal, x2, _distance([(x2[n], x1[n]) for n in proposal]))
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
         """(ELBO to record, whether the sweep is a new point); reverts a step that lowered L."""
@@ -88,10 +85,31 @@ class Squarem:
             if abs(alpha + 1.0) < 1e-3:
                 return None
             proposal = {n: _proposal(x0[n], x1[n], x2[n], alpha) for n in names}
-            if all(np.all(self.problem.families[n].valid(proposal[n])) for n in names):
+            if valid(self.problem, proposal):
                 return proposal
             alpha = (alpha - 1) / 2
         return None
+
+
+def skips_woodbury(accel, state) -> bool:
+    """Whether a Gaussian is solved in data space (Woodbury) and extrapolation was not asked for:
+    λ' would be its dense D × D natural parameters, slower per sweep than the sweeps saved
+    (logistic_wide)."""
+    return not accel.requested and any(f is not None for f in state.factored.values())
+
+
+def valid(problem, naturals: dict) -> bool:
+    """Whether every proposed λ lies in its family's parameter space."""
+    return all(np.all(problem.families[n].valid(nat)) for n, nat in naturals.items())
+
+
+def move_to(accel, state, proposal: dict, saved: dict, residual: float) -> None:
+    """Put the state at the extrapolated `proposal`, keeping the plain point `saved` (with its
+    objective and GaussianSums) to fall back to and the last plain residual to judge it by."""
+    accel.fallback = (saved, accel._elbo, dict(state.factored))
+    accel.proposal = (proposal, residual)
+    for name, nat in proposal.items():
+        state.set(name, nat)
 
 
 def reverted(accel, state, elbo: float) -> bool:

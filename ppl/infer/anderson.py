@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.infer.accelerate import HALVINGS, reverted
+from ppl.infer.accelerate import HALVINGS, move_to, reverted, skips_woodbury, valid
 from ppl.infer.low_rank import KernelGaussian
 
 MEMORY = 3  # m: differences kept (the last m + 1 sweeps)
@@ -52,8 +52,8 @@ class Anderson:
         self._elbo = -np.inf
 
     def before_sweep(self, state) -> None:
-        if not self.requested and any(f is not None for f in state.factored.values()):
-            self.pairs, self.start = [], None  # Woodbury: as Squarem, no dense λ' by default
+        if skips_woodbury(self, state):
+            self.pairs, self.start = [], None
             return
         current = self._flat(state)
         self.start = current
@@ -62,12 +62,9 @@ class Anderson:
         point = self._extrapolate(current)
         if point is None:
             return
-        saved = {name: state.natural[name] for name, _ in self.layout}
-        self.fallback = (saved, self._elbo, dict(state.factored))
         x, fx = self.pairs[-1]
-        self.proposal = (self._unflat(point), float(np.linalg.norm(fx - x)))
-        for name, nat in self.proposal[0].items():
-            state.set(name, nat)
+        saved = {name: state.natural[name] for name, _ in self.layout}
+        move_to(self, state, self._unflat(point), saved, float(np.linalg.norm(fx - x)))
         self.start = point
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
@@ -104,8 +101,7 @@ class Anderson:
             return None  # back near the last sweep's start: it would repeat that sweep
         for _ in range(HALVINGS):
             point = current + step
-            nat = self._unflat(point)
-            if all(np.all(self.problem.families[n].valid(nat[n])) for n in nat):
+            if valid(self.problem, self._unflat(point)):
                 return point
             step = step / 2
         return None

@@ -116,13 +116,15 @@ class Monitor:
         """The report, with the mean change of the last sweep measured even when the ELBO test
         never passed: by `done(last=True)` for a run stopped by max_iter or time_limit, here for
         a run interrupted after a sweep that `done` did not see (`state` the state it left)."""
-        if self._unmeasured() and state is not None and self.previous:
-            self.report.mean_change, self.report.mean_variable = max(
-                mean_change(self.problem, self.previous, state.natural, (self.moments[1], {})), self.local())
+        if state is not None:
+            self._measure_unmeasured(self.previous, state.natural, (self.moments[1], {}))
         return self.report
 
-    def _unmeasured(self) -> bool:
-        return not self.stochastic and not self.restarted and np.isnan(self.report.mean_change)
+    def _measure_unmeasured(self, before: dict, after: dict, moments: tuple) -> None:
+        """Report the mean change from `before` to `after` if the fixed-point test never measured it."""
+        if not self.stochastic and not self.restarted and np.isnan(self.report.mean_change) and before:
+            self.report.mean_change, self.report.mean_variable = max(
+                mean_change(self.problem, before, after, moments), self.local())
 
     def done(self, trace: list, state, informative: bool = True, trace_se=None, local=None, last=False) -> bool:
         """True when the run is at its fixed point (or its trace is flat within noise).
@@ -141,9 +143,8 @@ class Monitor:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if self.restarted:
             return self._restarted(trace, state)
-        if last and self._unmeasured() and previous:
-            self.report.mean_change, self.report.mean_variable = max(
-                mean_change(self.problem, previous, state.natural, self.moments), self.local())
+        if last:
+            self._measure_unmeasured(previous, state.natural, self.moments)
         if not informative or len(trace) < 2 or not previous:
             return False
         tail = trace[-RATIOS - 2:]
@@ -244,7 +245,8 @@ def _blocks(family, nat, old) -> list:
     """Slices of the elements of λ in blocks of about `BLOCK` entries, so that a local's N × K λ
     is compared without N-sized temporaries (a mixture's mean change at 10⁷ rows took 7 of them);
     [None] (the whole) when λ is not a plain (elements, size) array or its rows are one q (a chain)."""
-    if not (getattr(family, "rowwise", True) and isinstance(nat, np.ndarray) and isinstance(old, np.ndarray) and nat.ndim == 2 and old.shape == nat.shape):
+    plain = isinstance(nat, np.ndarray) and isinstance(old, np.ndarray) and nat.ndim == 2 and old.shape == nat.shape
+    if not (plain and getattr(family, "rowwise", True)):
         return [None]
     rows = max(1, BLOCK // max(1, nat.shape[1]))
     return [slice(lo, lo + rows) for lo in range(0, nat.shape[0], rows)]
