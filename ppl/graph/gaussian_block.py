@@ -65,7 +65,9 @@ def gaussian_blocks(model, switch: str | None, groups=(), chains=()) -> tuple[Ga
                 raise ModelError("E279", f"`{name}` cannot be in a Gaussian block: its q is structured already "
                                  "(a `@joint` group or a Markov chain)", span=model.variables[name].span,
                                  hint=f"leave `{name}` out of the block")
-            error = log_member_error(model, name, block.members) if model.variables[name].dist == LOG else None
+            checked = block.automatic  # `all` admitted its Gamma members by this check already
+            error = (log_member_error(model, name, block.members)
+                     if model.variables[name].dist == LOG and not checked else None)
             if error is not None:
                 raise error
     return tuple(blocks)

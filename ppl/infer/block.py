@@ -17,6 +17,7 @@ import numpy as np
 from scipy import sparse
 
 from ppl.diagnostics import ModelError
+from ppl.families import Normal
 from ppl.infer.arrow import ArrowLayout, entropy, solve
 from ppl.infer.state import NumericalBreakdown
 
@@ -136,7 +137,7 @@ class BlockFamily:
                 at = place.coordinates(np.arange(place.elements))
                 mean, cov = sol.mean_c[at], sol.cov_cc[at[:, :, None], at[:, None, :]]
             family = self.members[name]
-            if family.name in ("Normal", "LogNormal"):  # a LogNormal member: u = log τ's Normal
+            if isinstance(family, Normal):  # a LogNormal member too: u = log τ's Normal
                 state.set(name, family.natural(mean=mean[:, 0], precision=1.0 / cov[:, 0, 0]))
             else:
                 state.set(name, family.natural(mean=mean, precision=np.linalg.inv(cov)))

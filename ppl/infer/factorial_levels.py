@@ -50,9 +50,10 @@ def shift_levels(problem, state, factor, names) -> None:
     g, s, precisions, means = [], [], [], []
     for name in names:
         prior = sum(f.message(state, name) for f in problem.neighbours[name] if f is not factor)
-        natural = state.natural[name]
-        mean, precision = natural[..., 0] / (-2 * natural[..., 1]), -2 * natural[..., 1]
-        p = -2 * prior[..., 1]
+        family = state.families[name]
+        q = family.params(state.natural[name])
+        mean, precision = q["mean"], q["precision"]
+        p = family.params(prior)["precision"]
         g.append(float(np.sum(prior[..., 0] - p * mean)))
         s.append(float(np.sum(p)))
         precisions.append(precision)
@@ -62,4 +63,4 @@ def shift_levels(problem, state, factor, names) -> None:
         return  # a flat prior: the ridge has no maximum
     shifts = (g - np.sum(g / s) / np.sum(1 / s)) / s
     for name, precision, mean, shift in zip(names, precisions, means, shifts):
-        state.set(name, np.stack([precision * (mean + shift), -0.5 * precision], axis=-1))
+        state.set(name, state.families[name].natural(mean=mean + shift, precision=precision))

@@ -76,11 +76,11 @@ def _start(problem, state, name: str, own: list) -> None:
     than its dimension starts in data space (ppl.infer.low_rank), with no D × D array or solve."""
     if name in problem.low_rank:
         total = sum((f.message(state, name, factored=True) for f in own), GaussianSum())
-        start = total.solve(problem.families[name]) if isinstance(total, GaussianSum) else None
+        start = total.solve(problem.families[name])
         if start is not None:
             state.set(name, start, factored=total)
-            return
-        state.set(name, total.dense() if isinstance(total, GaussianSum) else total)
+        else:
+            state.set(name, total.dense())
         return
     state.set(name, own[0].message(state, name) if len(own) == 1 else sum(f.message(state, name) for f in own))
 

@@ -82,24 +82,24 @@ class BlockLogNormal(BlockGaussian):
         self.scale = np.broadcast_to(self.precision.scale, self.builder.shape()).reshape(-1)
 
     def _tilted(self, state):
-        """(E[cᵀz], m_u, s_uu, E[e^u d²] and its derivatives) per element, flat."""
+        """(E[cᵀz], m_u, E[e^u d²] and its derivatives) per element, flat."""
         sol = state.moments(self.block_key)
         size = self.scale.size
         e1, ev = (np.broadcast_to(x, self.builder.shape()).reshape(-1) for x in self._residual(state))
         b1, bv = self.rows.mean(sol), self.rows.variance(sol)
-        m_u, s_uu = sol.mean_c[self.at], sol.cov_cc[self.at, self.at]
+        m_u, s_uu = _u(state, self.block_key, self.at)
         value, grad = tilted_square(m_u, s_uu, b1 + e1, self.rows.cross(sol, self.at), bv + ev)
-        return np.broadcast_to(b1, size), m_u, s_uu, value, grad
+        return np.broadcast_to(b1, size), m_u, value, grad
 
     def _expected_log(self, state):
-        _, m_u, _, value, _ = self._tilted(state)
+        _, m_u, value, _ = self._tilted(state)
         out = 0.5 * (np.log(self.scale) + m_u - LOG_2PI) - 0.5 * self.scale * value
         return out.reshape(self.builder.shape())
 
     def message(self, state, name, factored=False):
         if name != self.block_key:
             return super().message(state, name, factored)
-        b1, m_u, _, _, g = self._tilted(state)
+        b1, m_u, _, g = self._tilted(state)
         count = self.count(self.block_key)
         weight = np.ones_like(b1) if count is None else np.broadcast_to(count, self.builder.shape()).reshape(-1)
         k = 0.5 * weight * self.scale  # L_p = ½ω(log s + m_u) − k E[e^u d²] + const
