@@ -130,8 +130,6 @@ def _plus(a, b):
         return b
     if np.ndim(b) == 0 and b == 0.0:
         return a
-    if isinstance(b, Diagonal) and not isinstance(a, Diagonal):
-        return b + a  # Diagonal + array: the array plus the diagonal made dense
     return a + b
 
 
@@ -158,13 +156,13 @@ class KernelGaussian:
     rows, O(N²D), and `natural` and `moments`, the D × D arrays of the family's layout, are formed
     on first use only. Immutable once solved."""
 
-    def __init__(self, family, p, h, rows, tau, factored=None, gram=None, prior=None):
+    def __init__(self, family, p, h, rows, tau, factored, gram, prior):
         self.family, self.p, self.h, self.rows, self.tau = family, p, h, rows, tau
-        self.factored = factored  # the GaussianSum solved (for a damped step after this one)
+        self.factored = factored  # the GaussianSum solved: its dense() is λ
         self.prior = prior  # (P₀, c) with P = c P₀, P₀ the prior's own diagonal (`weighted_variance`)
         n = len(tau)
         root = np.sqrt(tau)
-        self.gram = rows @ (rows / p).T if gram is None else gram  # R P⁻¹ Rᵀ
+        self.gram = gram  # R P⁻¹ Rᵀ
         b = root[:, None] * self.gram * root[None, :]
         b[np.diag_indices(n)] += 1.0
         self.chol, self.root = (cholesky(b) if n else b), root
@@ -234,9 +232,7 @@ class KernelGaussian:
     def natural(self) -> np.ndarray:
         """(1, D + D²): λ in the family's layout, formed once on demand."""
         if self._natural is None:
-            matrix = -0.5 * weighted_gram(self.rows, self.tau) if len(self.tau) else np.zeros((self.family.dim,) * 2)
-            matrix[np.diag_indices(self.family.dim)] -= 0.5 * self.p
-            self._natural = np.concatenate([self.h, matrix.reshape(-1)])[None, :]
+            self._natural = self.factored.dense()
         return self._natural
 
     def moments(self) -> np.ndarray:

@@ -112,6 +112,9 @@ class GaussianFactor(FactorRuntime):
         return read_message(state, self.mean, access, prec, y1, self.factor)
 
 
+JITTERS = (1e-6, 1e-5, 1e-4, 1e-3)  # of the mean variance, tried in turn by `covariance_to_precision`
+
+
 def covariance_to_precision(cov: np.ndarray) -> np.ndarray:
     """Σ⁻¹ through a Cholesky factor of Σ + jitter·I, jitter = 1e-6 of the mean variance (raised
     by factors of 10 up to 1e-3 if needed), as GP libraries do: a kernel matrix of close inputs
@@ -120,7 +123,7 @@ def covariance_to_precision(cov: np.ndarray) -> np.ndarray:
     cov = np.asarray(cov, dtype=float)
     scale = np.mean(np.diagonal(cov, axis1=-2, axis2=-1))
     eye = np.eye(cov.shape[-1])
-    for jitter in (1e-6, 1e-5, 1e-4, 1e-3):
+    for jitter in JITTERS:
         try:
             return chol_inverse(cov + jitter * scale * eye)
         except np.linalg.LinAlgError:
@@ -136,7 +139,7 @@ def _diagonal_precision(expr, role: str, owner) -> np.ndarray | None:
     if diagonal is None or not np.all(diagonal > 0):
         return None
     if role == "cov":
-        return 1.0 / (diagonal + 1e-6 * np.mean(diagonal))
+        return 1.0 / (diagonal + JITTERS[0] * np.mean(diagonal))
     return diagonal
 
 
