@@ -45,7 +45,6 @@ class State:
         self.families = families  # name -> Family
         self.shapes = shapes  # name -> plate shape
         self.natural = Naturals()
-        self.kernel: dict = {}  # name -> KernelGaussian: q of a Gaussian vector held in data space
         self.observed: dict = {}  # name -> (stats (elements, size), mask (elements,) or None)
         self.codes: dict = {}  # name -> codes (elements,) of an observed categorical (stats None)
         self.counts: dict = {}  # name -> row weight per element: multiplies its entropy (ppl.infer.weights)
@@ -68,10 +67,7 @@ class State:
             dense = natural.natural() if isinstance(natural, KernelGaussian) else natural
             natural, moments, entropy, factored = np.where(mask[:, None], fixed, dense), None, None, None
         if isinstance(natural, KernelGaussian):
-            self.kernel[name] = natural
             entropy = natural.entropy
-        else:
-            self.kernel.pop(name, None)
         self.natural[name] = natural
         self.factored[name] = factored
         self._moments.pop(name, None)
@@ -99,13 +95,18 @@ class State:
         self.codes[name] = codes
         self.observe(name, None, mask)
 
+    @property
+    def kernel(self) -> dict:
+        """name -> KernelGaussian: the q's of Gaussian vectors held in data space (read from λ)."""
+        return {k: v for k, v in dict.items(self.natural) if isinstance(v, KernelGaussian)}
+
     def moments(self, name: str) -> np.ndarray:
         cached = self._moments.get(name)
         if cached is None:
             if name in self.codes:
                 cached = self._one_hot(name)
-            elif name in self.kernel:
-                cached = self.kernel[name].moments()
+            elif isinstance(dict.get(self.natural, name), KernelGaussian):
+                cached = dict.get(self.natural, name).moments()
             elif name in self.observed and self.observed[name][1] is None:
                 cached = self.observed[name][0]
             elif hasattr(self.families[name], "solve"):  # a chain: moments and entropy in one pass
@@ -158,7 +159,6 @@ class State:
         """An independent state with this one's λ, or with `natural` (an earlier `dict(state.natural)`)."""
         other = State(self.families, self.shapes)
         other.natural = Naturals({k: v.copy() for k, v in (self.natural if natural is None else natural).items()})
-        other.kernel = {k: v for k, v in other.natural.items() if isinstance(v, KernelGaussian)}
         other.versions = {k: -1 - v for k, v in self.versions.items()}  # never equal to a live version
         other.observed = self.observed
         other.codes = self.codes
