@@ -46,20 +46,22 @@ def quantiles(q, rho, nu, tol: float = 1e-12, max_iter: int = 40) -> np.ndarray:
     mean, sd = r * v, np.sqrt(v * (1.0 + r**2))
     lo, hi = mean - 40.0 * sd, mean + 40.0 * sd
     y = np.clip(_cornish_fisher(q, r, v, mean, sd), lo, hi)
-    todo = np.ones(q.shape, bool)
+    todo = np.flatnonzero(np.ones(q.shape, bool))  # flat positions still to solve
+    y, lo, hi = y.reshape(-1), lo.reshape(-1), hi.reshape(-1)
+    q, entry, sd = q.reshape(-1), entry.reshape(-1), sd.reshape(-1)
     for _ in range(max_iter):
-        f, dens = law.cdf_pdf(y[todo], entry[todo])
+        yt, lt, ht = y[todo], lo[todo], hi[todo]  # gathered once an iteration
+        f, dens = law.cdf_pdf(yt, entry[todo])
         miss = f - q[todo]
         done = np.abs(miss) < tol
-        lo[todo] = np.where(miss < 0, y[todo], lo[todo])
-        hi[todo] = np.where(miss > 0, y[todo], hi[todo])
+        lt, ht = np.where(miss < 0, yt, lt), np.where(miss > 0, yt, ht)
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = y[todo] - miss / dens
-        inside = np.isfinite(step) & (step > lo[todo]) & (step < hi[todo])
-        new = np.where(done, y[todo], np.where(inside, step, 0.5 * (lo[todo] + hi[todo])))
-        y[todo] = new
-        todo[todo] = ~done & (hi[todo] - lo[todo] > 1e-15 * (np.abs(new) + sd[todo]))
-        if not todo.any():
+            step = yt - miss / dens
+        inside = np.isfinite(step) & (step > lt) & (step < ht)
+        new = np.where(done, yt, np.where(inside, step, 0.5 * (lt + ht)))
+        y[todo], lo[todo], hi[todo] = new, lt, ht
+        todo = todo[~done & (ht - lt > 1e-15 * (np.abs(new) + sd[todo]))]
+        if not todo.size:
             break
     return y.reshape((-1,) + shape)
 

@@ -37,6 +37,10 @@ class DirichletCategorical:
         self.token_pair, self.doc, self.code, weights = _pairs(doc, _codes(data), weights)
         self.weights = weights
         self.rows = csr_matrix((weights, (self.doc, np.arange(len(self.doc)))), shape=(groups, len(self.doc)))
+        if self.code is not None:  # the words met, and the pairs' weights by word (`topic_counts`)
+            self.words, self.word_of = np.unique(self.code, return_inverse=True)
+            size = problem.families[self.topics].size
+            self.by_code = csr_matrix((weights, (self.code, np.arange(len(self.code)))), shape=(size, len(self.code)))
         self.bound = None  # (state key, E_q[log p(y, z | θ, β)] + H[z]) after the last mean-field fit
 
     def fit(self, state, inner: int, tol: float, estep: str = "vmp", alpha=None, elog=None) -> int:
@@ -76,7 +80,7 @@ class DirichletCategorical:
         return sweeps
 
     def _key(self, state) -> tuple:
-        return (id(state),) + tuple(state.versions.get(n) for n in (self.theta, self.z, self.topics))
+        return self.data.version_key(state, (self.theta, self.z, self.topics))
 
     @property
     def topics(self) -> str | None:
@@ -88,10 +92,6 @@ class DirichletCategorical:
         sparse product over the pairs, while the state is as the last mean-field fit left it."""
         if self.local_bound(state) is None:
             return None
-        if not hasattr(self, "by_code"):
-            from scipy.sparse import csr_matrix
-            size = state.families[self.topics].size
-            self.by_code = csr_matrix((self.weights, (self.code, np.arange(len(self.code)))), shape=(size, len(self.code)))
         return np.ascontiguousarray((self.by_code @ self.resp).T)
 
     def local_bound(self, state) -> float | None:
@@ -117,15 +117,13 @@ class DirichletCategorical:
         """(b, shift): b_t = exp(E log β_{·,y_t} − shift_t) per row, shift_t the largest of the
         row's E log β (computed once per word when the codes are known)."""
         if self.code is None:
-            log_b = self.data.expected_log(state).reshape(self.tokens, -1)
+            log_b = raw = self.data.expected_log(state).reshape(self.tokens, -1)
             if self.token_pair is not None:  # the rows in group order
-                log_b = np.empty_like(log_b)
-                log_b[self.token_pair] = self.data.expected_log(state).reshape(self.tokens, -1)
+                log_b = np.empty_like(raw)
+                log_b[self.token_pair] = raw
             shift = log_b.max(axis=1)
             return np.exp(log_b - shift[:, None]), shift
         read = self.data.params["probs"][1]
-        if not hasattr(self, "words"):
-            self.words, self.word_of = np.unique(self.code, return_inverse=True)
         elog_beta = state.moments(read.name)[read.components][:, self.words]
         top = elog_beta.max(axis=0)
         weights = np.exp(elog_beta - top).T

@@ -58,7 +58,7 @@ class FusedLDA:
         self.theta, self.z = block.theta, block.z
         self.beta_prior, self.theta_prior = beta_prior, theta_prior
         self.eta_beta = self.eta_theta = None  # the priors' natural parameters, at the first sweep
-        self._elbo = None  # (id(state), versions after the sweep, ELBO)
+        self._elbo = None  # (the state's version key after the sweep, ELBO)
 
     def _prepare(self, state) -> None:
         beta, theta = self.beta, self.theta
@@ -88,13 +88,13 @@ class FusedLDA:
         theta_nat, theta_family = state.natural[theta], state.families[theta]
         kl_theta = float(np.sum((theta_nat - self.eta_theta) * state.moments(theta))) - \
             float(theta_family.log_partition(theta_nat).sum()) + self.a_theta
-        self._elbo = (id(state), self._versions(state), block.local_bound(state) - kl_theta - kl_beta)
+        self._elbo = (self._key(state), block.local_bound(state) - kl_theta - kl_beta)
 
-    def _versions(self, state) -> tuple:
-        return tuple(state.versions.get(n, 0) for n in (self.beta, self.theta, self.z))
+    def _key(self, state) -> tuple:
+        return self.block.data.version_key(state, (self.beta, self.theta, self.z))
 
     def elbo(self, state) -> float | None:
         """The ELBO of the last fused sweep while `state` has not changed since, else None."""
-        if self._elbo is None or self._elbo[0] != id(state) or self._elbo[1] != self._versions(state):
+        if self._elbo is None or self._elbo[0] != self._key(state):
             return None
-        return self._elbo[2]
+        return self._elbo[1]

@@ -156,8 +156,7 @@ class SVI:
             unpin(state, self.plan.globals)
             if block is not None:  # the assignments' terms at q(β), from the block's counts
                 local = block.bound_at_q(state, fused[1])
-        value = self.estimate(problem, state, self.groups.groups / len(groups), block if local is not None else None,
-                              local)
+        value = self.estimate(problem, state, self.groups.groups / len(groups), block, local)
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
         self.m_step(problem, state, seen / len(groups), step_size(self.spec, t),
                     draws if self.spec.name == "ssmf" else None, fused)
