@@ -129,9 +129,9 @@ def test_a_wide_run_never_allocates_a_d_by_d_array(rule):
 
 def test_the_data_space_shortcuts_equal_the_dense_covariance():
     """KernelGaussian's O(N³) forms against Σ = Λ⁻¹ formed densely: the margins of its own rows
-    (diag G − colsum((L⁻¹ S G)²)), tr(P₀ Σ) for the prior's diagonal P₀ (N − tr B⁻¹ form) at a
+    (diag G − colsum((L⁻¹ S G)²), mean R m₀ + G b), tr(P₀ Σ) and Σ P₀ E[(w − m₀)²] for the prior's diagonal P₀ (N − tr B⁻¹ form) at a
     damped scale, the variances from one GEMM; and a second solve on the same rows and prior
-    reuses G = R P⁻¹ Rᵀ and gives the same q as a fresh one."""
+    reuses G₀ = R P₀⁻¹ Rᵀ and gives the same q as a fresh one."""
     from ppl.families import MvNormal
     rng = np.random.default_rng(7)
     n, d = 6, 30
@@ -147,8 +147,12 @@ def test_the_data_space_shortcuts_equal_the_dense_covariance():
     np.testing.assert_allclose(q.weighted_variance(prior.p), np.sum(prior.p * np.diagonal(cov)), rtol=1e-12)
     np.testing.assert_allclose(q.weighted_variance(prior.p.copy()), np.sum(prior.p * np.diagonal(cov)), rtol=1e-12)
     np.testing.assert_allclose(q.var, np.diagonal(cov), rtol=1e-10)
+    np.testing.assert_allclose(q.linear(rows[:, None, :]), (rows @ mean)[:, None], rtol=1e-10, atol=1e-12)
+    expected = np.sum(prior.p * ((mean - prior.h / prior.p) ** 2 + np.diagonal(cov)))
+    assert q.prior_error() == pytest.approx(expected, rel=1e-10)  # Σ P₀ E[(w − m₀)²] from N-vectors
+    gram = total.prior.gram
     again = GaussianSum(prior, [(rows, rng.normal(size=n), rng.uniform(0.1, 3.0, n))])
     reused, fresh = again.solve(family, total), GaussianSum(prior, again.parts).solve(family)
-    assert again.gram is total.gram
+    assert again.prior is total.prior and again.prior.gram is gram  # R P₀⁻¹ Rᵀ formed once
     np.testing.assert_allclose(reused.mean, fresh.mean, rtol=1e-12)
     assert reused.entropy == pytest.approx(fresh.entropy, rel=1e-13)

@@ -233,8 +233,8 @@ def contraction(state, term: Term):
     for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de)."""
     c = term.coef
     kernel = state.kernel.get(term.vector.name)
-    if kernel is not None and term.vector2 is None:  # q held in data space: cᵀΣc with no D × D matrix
-        mean = dot_rows(c, _first_moment(state, term.vector))
+    if kernel is not None and term.vector2 is None:  # q held in data space: cᵀμ and cᵀΣc with no D × D matrix
+        mean = kernel.linear(c)
         return mean, mean * mean + kernel.quadratic(c)
     mean, outer = vector_moments(state, term.vector, vector_dim(state, term.vector))
     if term.vector2 is None:

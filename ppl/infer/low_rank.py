@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.families.base import chol_logdet, cholesky
-from ppl.infer.rows import ROW_BLOCK, weighted_gram
+from ppl.infer.rows import ROW_BLOCK, dot_rows, weighted_gram
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
 class Diagonal:
     """The natural parameter (h, vec(−½ diag p)) of a Gaussian with a diagonal precision, kept as
-    its two D-vectors: a constant prior N(m, diag(1/p)) (`eye(D)`, `diag(v)`) is D numbers, not D²."""
+    its two D-vectors: a constant prior N(m, diag(1/p)) (`eye(D)`, `diag(v)`) is D numbers, not D².
+    `mean`: m when the caller has it (h = p m), so that a solve need not divide h by p for it."""
 
     __array_ufunc__ = None  # ndarray + Diagonal → Diagonal.__radd__
 
-    def __init__(self, h: np.ndarray, p: np.ndarray):
-        self.h, self.p = h, p
+    def __init__(self, h: np.ndarray, p: np.ndarray, mean: np.ndarray | None = None):
+        self.h, self.p, self.mean = h, p, mean
 
     def __mul__(self, factor: float) -> "Diagonal":
-        return Diagonal(factor * self.h, factor * self.p)
+        return Diagonal(factor * self.h, factor * self.p, self.mean)
 
     __rmul__ = __mul__
 
@@ -58,8 +58,7 @@ class GaussianSum:
 
     def __init__(self, dense=0.0, parts=(), scale=1.0):
         self.base, self.scale, self.parts = dense, scale, tuple(parts)
-        self.diagonal = None  # (h, diagonal of Λ) of `base`, once `solve` found it
-        self.gram = None  # (R, P, R P⁻¹ Rᵀ) of the last `solve`, reused by the next one on the same R and P
+        self.prior = None  # the `DiagonalPrior` of `base`, once `solve` found one
 
     @property
     def dense_part(self):
@@ -77,6 +76,8 @@ class GaussianSum:
                 parts[same] = (rows, parts[same][1] + h, parts[same][2] + tau)
         if self.base is other.base:  # (1 − β)·prior + β·prior: the same array, rescaled
             return GaussianSum(self.base, parts, self.scale + other.scale)
+        if not self.parts and np.ndim(self.base) == 0 and self.base == 0.0:  # the empty sum a node starts from
+            return GaussianSum(other.base, parts, other.scale)
         return GaussianSum(_plus(self.dense_part, other.dense_part), parts)
 
     __radd__ = __add__
@@ -97,31 +98,25 @@ class GaussianSum:
     def solve(self, family, previous=None):
         """q as a `KernelGaussian` when the parts have fewer rows than the dimension, every τ ≥ 0
         and the dense part is a diagonal precision (a `Diagonal`, or an array found to be one);
-        None otherwise (solve densely). `previous`: the sum solved last time, whose diagonal is
-        reused when its base is the same array (a constant prior: no D × D scan per sweep)."""
-        if sum(len(p[0]) for p in self.parts) >= family.dim:
+        None otherwise (solve densely). `previous`: the sum solved last time, whose `DiagonalPrior`
+        (and with it R P₀⁻¹ Rᵀ) is reused when its base is the same object: a constant prior is
+        checked, and its products with the data rows formed, once per run, not once per sweep."""
+        if sum(len(p[0]) for p in self.parts) >= family.dim or self.scale <= 0:
             return None
-        if isinstance(self.base, Diagonal):
-            self.diagonal = (self.base.h, self.base.p) if np.all(self.base.p > 0) else None
-        elif np.ndim(self.base) != 2:
+        if previous is not None and previous.base is self.base and previous.prior is not None:
+            self.prior = previous.prior
+        elif isinstance(self.base, Diagonal) or np.ndim(self.base) == 2:
+            self.prior = DiagonalPrior.of(family, self.base)
+        if self.prior is None:
             return None
-        elif previous is not None and previous.base is self.base:
-            self.diagonal = previous.diagonal
+        if len(self.parts) == 1:  # one contraction's rows: no copy
+            rows, h, tau = self.parts[0]
         else:
-            self.diagonal = diagonal_prior(family, self.base)
-        if self.diagonal is None or self.scale <= 0:
-            return None
-        d = family.dim
-        rows, h, tau = (self.parts[0] if len(self.parts) == 1 else  # one contraction's rows: no copy
-                        [np.concatenate([p[k] for p in self.parts]) if self.parts else np.zeros((0, d) if k == 0 else 0)
-                         for k in range(3)])
+            rows, h, tau = ([np.concatenate([p[k] for p in self.parts]) for k in range(3)] if self.parts else
+                            (np.zeros((0, family.dim)), np.zeros(0), np.zeros(0)))
         if np.any(tau < 0):
             return None
-        h0, p = self.diagonal
-        self.gram = previous.gram if previous is not None and previous.gram is not None \
-            and previous.gram[1] is p and _same_array(previous.gram[0], rows) else (rows, p, rows @ (rows / p).T)
-        return KernelGaussian(family, self.scale * p, self.scale * h0 + rows.T @ h, rows, tau, self,
-                              self.gram[2] / self.scale, (p, self.scale))
+        return KernelGaussian(family, self.prior, self.scale, rows, h, tau, self)
 
 
 def _plus(a, b):
@@ -133,49 +128,82 @@ def _plus(a, b):
     return a + b
 
 
-def diagonal_prior(family, natural):
-    """(h, diagonal of Λ) of a Gaussian natural parameter (1, D + D²) whose precision is diagonal
-    and positive; None otherwise."""
-    d = family.dim
-    h, matrix = natural[0, :d], natural[0, d:].reshape(d, d)
-    p = -2.0 * np.diagonal(matrix).copy()
-    if np.any(p <= 0) or np.count_nonzero(matrix) != np.count_nonzero(p):
-        return None
-    return h, p
+class DiagonalPrior:
+    """The diagonal part (h₀, P₀) of a sum solved in data space, with what every solve on it
+    needs and that depends on nothing else: the mean m₀ = h₀/P₀, log|P₀|, and for the rows R of
+    the last solve G₀ = R P₀⁻¹ Rᵀ and R m₀ (O(N²D) and O(ND), formed once per rows array)."""
+
+    def __init__(self, h: np.ndarray, p: np.ndarray, mean: np.ndarray | None = None):
+        self.h, self.p = h, p
+        self.mean = h / p if mean is None else mean
+        self.logdet = float(np.sum(np.log(p)))
+        self.rows = self.gram = self.rows_mean = None
+
+    @classmethod
+    def of(cls, family, base) -> "DiagonalPrior | None":
+        """The prior of a `Diagonal` with positive precisions or of a (1, D + D²) array whose
+        precision is diagonal and positive; None otherwise."""
+        if isinstance(base, Diagonal):
+            return cls(base.h, base.p, base.mean) if np.all(base.p > 0) else None
+        d = family.dim
+        h, matrix = base[0, :d], base[0, d:].reshape(d, d)
+        p = -2.0 * np.diagonal(matrix).copy()
+        if np.any(p <= 0) or np.count_nonzero(matrix) != np.count_nonzero(p):
+            return None
+        return cls(h, p)
+
+    def on(self, rows: np.ndarray) -> tuple:
+        """(G₀, R m₀) of `rows`, reused while the rows are the same array."""
+        if self.rows is None or not _same_array(self.rows, rows):
+            self.rows, self.gram, self.rows_mean = rows, rows @ (rows / self.p).T, rows @ self.mean
+        return self.gram, self.rows_mean
 
 
 class KernelGaussian:
-    """q(w) = N(μ, Σ) with Λ = P + Rᵀ diag(τ) R, P diagonal, R (N, D) with N < D, held through
+    """q(w) = N(μ, Σ) with Λ = P + Rᵀ diag(τ) R and h = c h₀ + Rᵀa, P = c P₀ diagonal (the
+    prior's, `DiagonalPrior`), R (N, D) with N < D, held through
 
-        G = R P⁻¹ Rᵀ,  B = I + S G S = L Lᵀ (S = diag √τ),  U = L⁻¹ S R P⁻¹ (N, D),  Σ = P⁻¹ − UᵀU
+        G = R P⁻¹ Rᵀ,  B = I + S G S = L Lᵀ (S = diag √τ),  b = a − S B⁻¹ S (R m₀ + G a),
 
-    (Woodbury) and log|Λ| = log|P| + log|B| (the matrix determinant lemma). A sweep costs O(N³)
-    and two products with R, O(ND): the mean, the entropy, the margins of R's own rows
-    (diag G − colsum((L⁻¹ S G)²)) and the prior's tr(P Σ) come from N × N matrices; G is given
-    by the caller when the rows and P are last sweep's. U, the variances and the margins of other
-    rows, O(N²D), and `natural` and `moments`, the D × D arrays of the family's layout, are formed
-    on first use only. Immutable once solved."""
+    so that μ = m₀ + P⁻¹ Rᵀ b, R μ = R m₀ + G b, Σ = P⁻¹ − UᵀU with U = L⁻¹ S R P⁻¹ (Woodbury),
+    and log|Λ| = log|P| + log|B| (the matrix determinant lemma). A sweep costs O(N³) and no
+    product with R: the margins of R's own rows (mean R m₀ + G b, variance diag G −
+    colsum((L⁻¹ S G)²)), the entropy, and the prior's Σ_d P₀_d E[(w_d − m₀_d)²] come from N × N
+    matrices and N-vectors, G₀ and R m₀ from the prior's cache. μ (O(ND)), U, the variances and
+    the margins of other rows (O(N²D)), and `natural` and `moments`, the D × D arrays of the
+    family's layout, are formed on first use only. Immutable once solved."""
 
-    def __init__(self, family, p, h, rows, tau, factored, gram, prior):
-        self.family, self.p, self.h, self.rows, self.tau = family, p, h, rows, tau
+    def __init__(self, family, prior: DiagonalPrior, scale: float, rows, a, tau, factored):
+        self.family, self.prior, self.scale, self.rows, self.tau = family, prior, scale, rows, tau
         self.factored = factored  # the GaussianSum solved: its dense() is λ
-        self.prior = prior  # (P₀, c) with P = c P₀, P₀ the prior's own diagonal (`weighted_variance`)
         n = len(tau)
-        root = np.sqrt(tau)
-        self.gram = gram  # R P⁻¹ Rᵀ
+        gram, rows_mean = prior.on(rows) if n else (np.zeros((0, 0)), np.zeros(0))
+        self.gram = gram if scale == 1.0 else gram / scale  # R P⁻¹ Rᵀ
+        self.root = root = np.sqrt(tau)
         b = root[:, None] * self.gram * root[None, :]
         b[np.diag_indices(n)] += 1.0
-        self.chol, self.root = (cholesky(b) if n else b), root
-        self.inverse = np.linalg.solve(self.chol, np.eye(n)) if n else b  # L⁻¹: B ⪰ I, so ‖L⁻¹‖ ≤ 1
-        ph = h / p  # μ = P⁻¹h − P⁻¹ Rᵀ S B⁻¹ S R P⁻¹ h
-        self.mean = ph - (rows.T @ (root * self._solve(root * (rows @ ph)))) / p
-        self.logdet = float(np.sum(np.log(p)) + (chol_logdet(self.chol) if n else 0.0))  # log|Λ|
+        self.chol, self.inverse, logdet_b = _factor(b)  # L and L⁻¹: B ⪰ I, so ‖L⁻¹‖ ≤ 1
+        self.b = a - root * self._solve(root * (rows_mean + self.gram @ a))
+        self.own_mean = rows_mean + self.gram @ self.b  # R μ
+        self.logdet = prior.logdet + (family.dim * np.log(scale) if scale != 1.0 else 0.0) + logdet_b  # log|Λ|
         self.entropy = 0.5 * family.dim * (1.0 + _LOG_2PI) - 0.5 * self.logdet
-        self._u = self._var = self._own = self._natural = self._moments = None
+        self._mean = self._u = self._var = self._own = self._natural = self._moments = None
 
     def _solve(self, x: np.ndarray) -> np.ndarray:
         """B⁻¹ x = L⁻ᵀ L⁻¹ x for vectors x (N,) or N × k blocks."""
         return self.inverse.T @ (self.inverse @ x)
+
+    @property
+    def p(self) -> np.ndarray:
+        """The diagonal P = c P₀ of the precision's dense part."""
+        return self.prior.p if self.scale == 1.0 else self.scale * self.prior.p
+
+    @property
+    def mean(self) -> np.ndarray:
+        """μ = m₀ + P⁻¹ Rᵀ b (D,): one product with R, on first use."""
+        if self._mean is None:
+            self._mean = self.prior.mean + (self.rows.T @ self.b) / self.p
+        return self._mean
 
     @property
     def u(self) -> np.ndarray:
@@ -193,6 +221,13 @@ class KernelGaussian:
     @property
     def sd(self) -> np.ndarray:
         return np.sqrt(np.maximum(self.var, 0.0))
+
+    def linear(self, c: np.ndarray) -> np.ndarray:
+        """cᵀμ for rows c (any leading axes + (D,)): R μ = R m₀ + G b for R's own rows, no product with R."""
+        flat = c.reshape(-1, c.shape[-1])
+        if len(self.tau) and _same_array(flat, self.rows):
+            return self.own_mean.reshape(c.shape[:-1])
+        return dot_rows(c, self.mean.reshape((1,) * (c.ndim - 1) + (-1,)))
 
     def quadratic(self, c: np.ndarray) -> np.ndarray:
         """cᵀΣc for rows c (any leading axes + (D,)): for R's own rows diag G − colsum((L⁻¹ S G)²),
@@ -214,9 +249,16 @@ class KernelGaussian:
     def weighted_variance(self, w: np.ndarray) -> float:
         """Σ_d w_d Var(w_d). For the prior's own diagonal (w = P₀, P = c P₀) it is tr(P₀ Σ) =
         Σ P₀/P − (N − tr B⁻¹)/c, since tr(P U ᵀU) = tr(L⁻¹ (B − I) L⁻ᵀ): O(N³), no U."""
-        if self.prior is not None and w is self.prior[0] and len(self.tau):
-            return float(np.sum(w / self.p) - (len(self.tau) - np.sum(self.inverse ** 2)) / self.prior[1])
+        if w is self.prior.p and len(self.tau):
+            return float(self.family.dim / self.scale - (len(self.tau) - np.sum(self.inverse ** 2)) / self.scale)
         return float(np.sum(w * self.var))
+
+    def prior_error(self) -> float:
+        """Σ_d P₀_d E[(w_d − m₀_d)²] = tr(P₀ Σ) + bᵀ G b / c, the expected squared error under the
+        prior's own precision and mean (μ − m₀ = P⁻¹ Rᵀ b): O(N²), no product with R."""
+        if not len(self.tau):
+            return self.weighted_variance(self.prior.p)
+        return self.weighted_variance(self.prior.p) + float(self.b @ self.gram @ self.b) / self.scale
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """n draws (n, D) in O(N D) each (Bhattacharya, Chakraborty & Mallick 2016): u ~ N(0, P⁻¹),
@@ -244,6 +286,20 @@ class KernelGaussian:
             second += np.outer(self.mean, self.mean)
             self._moments = np.concatenate([self.mean, second.reshape(-1)])[None, :]
         return self._moments
+
+
+def _factor(b: np.ndarray) -> tuple:
+    """(L, L⁻¹, log|B|) of a symmetric positive definite B = L Lᵀ by LAPACK's potrf and trtri
+    directly: numpy's cholesky and a general solve for L⁻¹ cost 5–8× more on the N × N matrices
+    of a data-space solve (N ≈ 30), where the call, not the arithmetic, is the time."""
+    if not len(b):
+        return b, b, 0.0
+    from scipy.linalg import lapack
+    chol, info = lapack.dpotrf(b, lower=1, clean=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    inverse, info = lapack.dtrtri(chol, lower=1)
+    return chol, inverse, float(2.0 * np.sum(np.log(np.diagonal(chol))))
 
 
 def _same_array(a, b) -> bool:

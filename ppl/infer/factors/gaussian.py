@@ -56,7 +56,10 @@ class GaussianFactor(FactorRuntime):
         if kernel is not None and self.precision.diagonal is not None and not self.mean.terms:
             # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
             p = self.precision.diagonal
-            err = kernel.weighted_variance(p) + np.sum(p * (kernel.mean - self.mean.offset) ** 2, -1)
+            if kernel.prior.p is p:  # the solve's prior is this statement's own message (`_diagonal_message`)
+                err = kernel.prior_error()
+            else:
+                err = kernel.weighted_variance(p) + np.sum(p * (kernel.mean - self.mean.offset) ** 2, -1)
             return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * err
         prec, logdet = self.precision.expect(state)
         err = self._squared_error(state)
@@ -97,7 +100,7 @@ class GaussianFactor(FactorRuntime):
         if len(offset) != 1:
             return None
         p = self.precision.diagonal
-        return GaussianSum(Diagonal(p * offset[0], p))
+        return GaussianSum(Diagonal(p * offset[0], p, offset[0]))
 
     def _to_value(self, state):
         prec, _ = self.precision.expect(state)
