@@ -219,18 +219,26 @@ def quadrature(lik: Likelihood, y, n, m, v):
     stay in cache, and each block evaluates the link once for all three integrands."""
     if lik.closed_form is not None:
         return lik.closed_form(y, n, m, v)
-    y, n, m, v = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, n, m, v))
-    shape = m.shape
-    y, n, m, v = (a.reshape(-1) for a in (y, n, m, v))
+    shape = np.broadcast_shapes(np.shape(y), np.shape(n), np.shape(m), np.shape(v))
+    y, n, m, v = (_flat(a, shape) for a in (y, n, m, v))
     out = np.empty((3, m.size))
     wide = v > WIDE
-    for rows, rule in ((np.flatnonzero(~wide), _hermite), (np.flatnonzero(wide), _split_legendre)):
-        for start in range(0, len(rows), BLOCK):
-            block = rows[start:start + BLOCK]
+    # every margin narrow (the usual case): blocks of consecutive margins, sliced, not gathered
+    split = ((np.flatnonzero(~wide), _hermite), (np.flatnonzero(wide), _split_legendre)) if wide.any() else \
+        ((None, _hermite),)
+    for rows, rule in split:
+        for start in range(0, m.size if rows is None else len(rows), BLOCK):
+            block = slice(start, start + BLOCK) if rows is None else rows[start:start + BLOCK]
             eta, w = rule(m[block], v[block])
             for k, h in enumerate(lik.values(y[block, None], n[block, None], eta)):
                 out[k, block] = h @ w if w.ndim == 1 else np.einsum("ij,ij->i", h, w)
     return tuple(o.reshape(shape) for o in out)
+
+
+def _flat(a, shape: tuple) -> np.ndarray:
+    """`a` as floats broadcast to `shape`, flattened (no copy when it has that shape already)."""
+    a = np.asarray(a, dtype=float)
+    return (a if a.shape == shape else np.broadcast_to(a, shape)).reshape(-1)
 
 
 BLOCK = 2048  # margins per pass of the quadrature (2048 × 48 doubles: under a megabyte)

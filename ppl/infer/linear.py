@@ -232,7 +232,7 @@ def contraction(state, term: Term):
     """(E[x], E[x²]) of the contracted vector part of a term: x = cᵀv, or x = Σ_d c_d u_d v_d
     for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de)."""
     c = term.coef
-    kernel = state.kernel.get(term.vector.name)
+    kernel = state.kernel_of(term.vector.name)
     if kernel is not None and term.vector2 is None:  # q held in data space: cᵀμ and cᵀΣc with no D × D matrix
         mean = kernel.linear(c)
         return mean, mean * mean + kernel.quadratic(c)
@@ -289,7 +289,7 @@ def term_mean(state, term: Term):
 
 def _first_moment(state, access):
     """E[v] of an MvNormal read, plate + (C, D), gathered from the first D moments only."""
-    kernel = state.kernel.get(access.name)
+    kernel = state.kernel_of(access.name)
     if kernel is not None:
         return access.gather(kernel.mean[None])
     return access.gather(state.moments(access.name)[:, :vector_dim(state, access)])

@@ -11,6 +11,8 @@ the D × D natural parameters and moments are formed only when something asks fo
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ppl.infer.rows import ROW_BLOCK, dot_rows, weighted_gram
@@ -181,7 +183,7 @@ class KernelGaussian:
         self.gram = gram if scale == 1.0 else gram / scale  # R P⁻¹ Rᵀ
         self.root = root = np.sqrt(tau)
         b = root[:, None] * self.gram * root[None, :]
-        b[np.diag_indices(n)] += 1.0
+        b.flat[::n + 1] += 1.0
         self.chol, self.inverse, logdet_b = _factor(b)  # L and L⁻¹: B ⪰ I, so ‖L⁻¹‖ ≤ 1
         self.b = a - root * self._solve(root * (rows_mean + self.gram @ a))
         self.own_mean = rows_mean + self.gram @ self.b  # R μ
@@ -294,12 +296,19 @@ def _factor(b: np.ndarray) -> tuple:
     of a data-space solve (N ≈ 30), where the call, not the arithmetic, is the time."""
     if not len(b):
         return b, b, 0.0
-    from scipy.linalg import lapack
-    chol, info = lapack.dpotrf(b, lower=1, clean=1)
+    potrf, trtri = _lapack()
+    chol, info = potrf(b, lower=1, clean=1)
     if info != 0:
         raise np.linalg.LinAlgError("Matrix is not positive definite")
-    inverse, info = lapack.dtrtri(chol, lower=1)
-    return chol, inverse, float(2.0 * np.sum(np.log(np.diagonal(chol))))
+    inverse, info = trtri(chol, lower=1)
+    return chol, inverse, float(2.0 * np.sum(np.log(chol.diagonal())))
+
+
+@functools.cache
+def _lapack() -> tuple:
+    """LAPACK's dpotrf and dtrtri, from scipy.linalg on first use (not on the CLI's import path)."""
+    from scipy.linalg import lapack
+    return lapack.dpotrf, lapack.dtrtri
 
 
 def _same_array(a, b) -> bool:

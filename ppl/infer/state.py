@@ -100,6 +100,11 @@ class State:
         """name -> KernelGaussian: the q's of Gaussian vectors held in data space (read from λ)."""
         return {k: v for k, v in dict.items(self.natural) if isinstance(v, KernelGaussian)}
 
+    def kernel_of(self, name: str) -> KernelGaussian | None:
+        """q(`name`) when it is held in data space, else None: one lookup (the hot path's `kernel`)."""
+        value = dict.get(self.natural, name)
+        return value if isinstance(value, KernelGaussian) else None
+
     def moments(self, name: str) -> np.ndarray:
         cached = self._moments.get(name)
         if cached is None:

@@ -67,8 +67,8 @@ class FactorRuntime(abc.ABC):
 
     def weights(self, state) -> np.ndarray:
         """Responsibilities plate + (C,) when a latent category selects components, else ones."""
-        if self.selector is None:
-            return np.ones(self.plate.shape + (1,))
+        if self.selector is None:  # a read-only view: no plate-sized array per call
+            return np.broadcast_to(1.0, self.plate.shape + (1,))
         return self.selector.read(state)[..., 0, : self.components]  # a chain's q adds pair blocks after
 
     def count(self, name: str | None = None):
@@ -104,6 +104,9 @@ class FactorRuntime(abc.ABC):
         """Σ over the plate of E_q[log f] (responsibility-weighted across components, and times
         the row weights)."""
         count = self.count()
+        if count is None and self.selector is None:
+            value = self.expected_log(state)  # weights all ones: summed as they are when they fill the plate
+            return float(np.sum(value if np.shape(value) == self.plate.shape + (1,) else self.weights(state) * value))
         if count is None:
             return float(np.sum(self.weights(state) * self.expected_log(state)))
         return weighted_sum(self.weights(state) * count, self.expected_log(state))

@@ -52,7 +52,7 @@ class GaussianFactor(FactorRuntime):
         return y2 - cross - np.swapaxes(cross, -1, -2) + m2
 
     def _expected_log(self, state):
-        kernel = state.kernel.get(self.factor.target.name) if self.dim else None
+        kernel = state.kernel_of(self.factor.target.name) if self.dim else None
         if kernel is not None and self.precision.diagonal is not None and not self.mean.terms:
             # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
             p = self.precision.diagonal
