@@ -13,6 +13,8 @@ of the target and of each latent parameter:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.special import gammaln
 
@@ -68,17 +70,28 @@ class ConjugateFactor(FactorRuntime):
     # -- E[log f]
     def _expected_log(self, state):
         if not self.latent_params:
-            eta = self._constant_natural()
+            eta, log_partition = self._constant_natural(), self._constant_log_partition
             if self.codes is not None:  # an observed category: η at its code, no one-hot
                 eta = np.broadcast_to(eta, self.codes.shape + eta.shape[-1:])
-                return np.take_along_axis(eta, self.codes[..., None], -1)[..., 0] - self.family.log_partition(eta)
+                return np.take_along_axis(eta, self.codes[..., None], -1)[..., 0] - \
+                    np.broadcast_to(log_partition, eta.shape[:-1])
             value = self._target(state)
-            return (np.sum(value * eta, -1) - self.family.log_partition(eta) + self._log_base(state))
+            return (np.sum(value * eta, -1) - log_partition + self._log_base(state))
         return _LATENT_PARAM[self.dist][0](self, state)
 
     def _constant_natural(self):
+        """η of constant parameters: they are data, so it is computed once."""
+        return self._constant_eta
+
+    @functools.cached_property
+    def _constant_eta(self):
         kwargs = {r: p[1] for r, p in self.params.items() if (self.dist, r) not in _STRUCTURAL}
         return self.family.natural(**kwargs)
+
+    @functools.cached_property
+    def _constant_log_partition(self):
+        """A(η) of the constant parameters, once."""
+        return self.family.log_partition(self._constant_eta)
 
     def _log_base(self, state):
         """E[log h(x)]: data-dependent for observed counts, zero for the latent families here."""
