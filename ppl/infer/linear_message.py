@@ -69,13 +69,20 @@ class OuterMessage:
     def low_rank(self, weights):
         """The weighted sum kept as its rows: a `GaussianSum` the node can solve by Woodbury."""
         d = self.rows.shape[-1]
-        rows = np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
-        h, j = (np.broadcast_to(weights * a, weights.shape).reshape(-1) for a in (self.h, self.j))
+        rows = self.rows if self.rows.shape[:-1] == weights.shape else \
+            np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
+        h, j = (_weighted(weights, a).reshape(-1) for a in (self.h, self.j))
         return GaussianSum(0.0, [(rows.reshape(-1, d), h, -2 * j)])
 
     def dense(self):
         outer = np.einsum("...i,...j->...ij", self.rows, self.rows)
         return pack(expand(self.h) * self.rows, expand(expand(self.j)) * outer)
+
+
+def _weighted(weights, a):
+    """weights × a over the weights' shape (`a` broadcast to it)."""
+    product = weights * a
+    return product if product.shape == weights.shape else np.broadcast_to(product, weights.shape)
 
 
 def pack(h, j):

@@ -4,6 +4,7 @@ operations the scheduler calls — the message to one neighbour and the factor's
 from __future__ import annotations
 
 import abc
+import functools
 
 import numpy as np
 
@@ -67,9 +68,14 @@ class FactorRuntime(abc.ABC):
 
     def weights(self, state) -> np.ndarray:
         """Responsibilities plate + (C,) when a latent category selects components, else ones."""
-        if self.selector is None:  # a read-only view: no plate-sized array per call
-            return np.broadcast_to(1.0, self.plate.shape + (1,))
+        if self.selector is None:
+            return self._ones
         return self.selector.read(state)[..., 0, : self.components]  # a chain's q adds pair blocks after
+
+    @functools.cached_property
+    def _ones(self) -> np.ndarray:
+        """The weights of an unselected factor: a read-only view of one 1, made once."""
+        return np.broadcast_to(1.0, self.plate.shape + (1,))
 
     def count(self, name: str | None = None):
         """Row weights, plate + (1,), that multiply this factor's message to `name`: those of the
@@ -105,8 +111,8 @@ class FactorRuntime(abc.ABC):
         the row weights)."""
         count = self.count()
         if count is None and self.selector is None:
-            value = self.expected_log(state)  # weights all ones: summed as they are when they fill the plate
-            return float(np.sum(value if np.shape(value) == self.plate.shape + (1,) else self.weights(state) * value))
+            value = np.asarray(self.expected_log(state))  # weights all ones: summed as they are when they fill the plate
+            return float((value if value.shape == self._ones.shape else self._ones * value).sum())
         if count is None:
             return float(np.sum(self.weights(state) * self.expected_log(state)))
         return weighted_sum(self.weights(state) * count, self.expected_log(state))
@@ -118,15 +124,25 @@ class FactorRuntime(abc.ABC):
     def version_key(self, state, names=None) -> tuple:
         """Identifies q of the variables `names` (default: all this factor reads): a value computed
         from them can be reused while the key is unchanged."""
-        names = sorted(self.reads) if names is None else names
-        return (id(state),) + tuple(state.versions.get(n, 0) for n in names)
+        versions = state.versions
+        return (id(state), *[versions.get(n, 0) for n in (self._read_names if names is None else names)])
+
+    @functools.cached_property
+    def _read_names(self) -> tuple:
+        """The variables this factor reads, sorted (its reads are fixed once it is built)."""
+        return tuple(sorted(self.reads))
+
+    @functools.cached_property
+    def _log_names(self) -> tuple:
+        """What E[log f] depends on: every read but a selector read only to select (z[n] in
+        mu[z[n]]), which a Markov chain's z[t] ~ Categorical(A[z[t-1]]) reads otherwise too."""
+        selector = self.selector.name if self.selector else None
+        return tuple(sorted(n for n in self.reads if n != selector or len(self.reads[n]) > 1))
 
     def expected_log(self, state) -> np.ndarray:
         """`_expected_log`, reused while none of the variables this factor reads has changed
         (the selector's message and the ELBO of a sweep need the same values)."""
-        selector = self.selector.name if self.selector else None  # unless it is also read otherwise:
-        key = self.version_key(state, sorted(n for n in self.reads  # z[t] ~ Categorical(A[z[t-1]])
-                                              if n != selector or len(self.reads[n]) > 1))
+        key = self.version_key(state, self._log_names)
         if getattr(self, "_log_key", None) != key:
             self._log_key, self._log_value = key, self._expected_log(state)
         return self._log_value
