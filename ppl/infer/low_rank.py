@@ -229,6 +229,8 @@ class KernelGaussian:
         flat = c.reshape(-1, c.shape[-1])
         if len(self.tau) and _same_array(flat, self.rows):
             return self.own_mean.reshape(c.shape[:-1])
+        if self._prior_only(flat):
+            return self.prior.on(flat)[1].reshape(c.shape[:-1])
         return dot_rows(c, self.mean.reshape((1,) * (c.ndim - 1) + (-1,)))
 
     def quadratic(self, c: np.ndarray) -> np.ndarray:
@@ -240,6 +242,8 @@ class KernelGaussian:
                 w = self.inverse @ (self.root[:, None] * self.gram)
                 self._own = np.diagonal(self.gram) - np.einsum("ij,ij->j", w, w)
             return self._own.reshape(c.shape[:-1])
+        if self._prior_only(flat):
+            return (np.diagonal(self.prior.on(flat)[0]) / self.scale).reshape(c.shape[:-1])
         out = np.empty(len(flat))
         for start in range(0, len(flat), ROW_BLOCK):  # blocks that stay in cache: no N × D temporaries
             block = flat[start:start + ROW_BLOCK]
@@ -247,6 +251,11 @@ class KernelGaussian:
             out[start:start + ROW_BLOCK] = np.einsum("ij,ij->i", block, block / self.p)
             out[start:start + ROW_BLOCK] -= np.einsum("ij,ij->i", spread, spread)
         return out.reshape(c.shape[:-1])
+
+    def _prior_only(self, flat: np.ndarray) -> bool:
+        """q is the prior (no rows yet) and `flat` has fewer rows than the dimension: its margins
+        come from G₀ = R P₀⁻¹ Rᵀ and R m₀, which the first solve on these rows reuses."""
+        return not len(self.tau) and len(flat) < self.family.dim
 
     def weighted_variance(self, w: np.ndarray) -> float:
         """Σ_d w_d Var(w_d). For the prior's own diagonal (w = P₀, P = c P₀) it is tr(P₀ Σ) =
