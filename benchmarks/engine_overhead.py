@@ -102,7 +102,8 @@ def collect(trees: dict, rounds: int) -> dict:
         for label in order:
             for case, r in _round_in(trees[label]).items():
                 old = best[label].get(case)
-                best[label][case] = r if old is None else {**r, "t1": min(old["t1"], r["t1"]), "t2": min(old["t2"], r["t2"])}
+                best[label][case] = r if old is None else \
+                    {**r, "t1": min(old["t1"], r["t1"]), "t2": min(old["t2"], r["t2"])}
         print(f"round {round_ + 1} of {rounds} done", flush=True)
     return {label: {case: ((r["t2"] - r["t1"]) / (r["m2"] - M1), r["t1"] - M1 * (r["t2"] - r["t1"]) / (r["m2"] - M1),
                            r["calls"], r["m2"]) for case, r in cases.items()} for label, cases in best.items()}
@@ -144,16 +145,13 @@ def main(argv=None) -> int:
         sys.modules.pop("benchmarks", None)
         print(json.dumps(measure_round()))
         return 0
-    from benchmarks._report import write_section
+    from benchmarks._report import publish
     trees = {"before": args.before.resolve(), "now": ROOT} if args.before else {"now": ROOT}
     start = os.getloadavg()[0]
     results = collect(trees, args.rounds)
     command = "python3 benchmarks/engine_overhead.py" + (" --before TREE" if args.before else "") + \
         (f" --rounds {args.rounds}" if args.rounds != 5 else "")
-    text = render(results, args.rounds, (start, os.getloadavg()[0]), command)
-    print(text)
-    if not args.no_write:
-        write_section(text, SECTION, DOC)
+    publish([(render(results, args.rounds, (start, os.getloadavg()[0]), command), SECTION)], DOC, not args.no_write)
     return 0
 
 

@@ -21,7 +21,7 @@ Gaussian q each method returns (Gauss–Hermite for the likelihood, closed-form 
 compare. A second table (benchmarks/logistic_sweeps.py) splits ppl's time against the floor's into
 time per sweep and set-up, and times both to the same ELBO. Writes the section
 "## Logistic regression" of docs/benchmarks.md; `--no-peers` skips NumPyro and PyMC (minutes of
-compiling and budget) while developing, and does not write.
+compiling and budget) and keeps their rows and lines from the section as it stands, saying so.
 
     python3 benchmarks/logistic.py [--no-write] [--no-peers] [--small] [--repeat 3] [--budget 60]
 """
@@ -208,7 +208,7 @@ def main(argv=None) -> int:
     p.add_argument("--small", action="store_true", help="smaller problems, for a quick look")
     p.add_argument("--repeat", type=int, default=3, help="interleaved rounds; the fastest by CPU time is kept")
     p.add_argument("--budget", type=float, default=60.0, help="seconds of running for each NumPyro/PyMC fit")
-    p.add_argument("--no-peers", action="store_true", help="skip NumPyro and PyMC (and do not write)")
+    p.add_argument("--no-peers", action="store_true", help="skip NumPyro and PyMC (keep their rows from the page)")
     args = p.parse_args(argv)
     problems = SMALL if args.small else PROBLEMS
     rows, sweep_rows, lines, load = [], [], [], [os.getloadavg()[0]]
@@ -217,11 +217,18 @@ def main(argv=None) -> int:
         rows, sweep_rows, lines = rows + table, sweep_rows + sweep_table, lines + verdict
         load.append(os.getloadavg()[0])
     head = "| problem | method | CPU s | wall s | sweeps / steps | ELBO | test log-loss | CPU ratio |"
-    text = "\n".join([head, "|" + "---|" * 8] + ["| " + " | ".join(r) + " |" for r in rows])
+    table = ["| " + " | ".join(r) + " |" for r in rows]
+    kept = _peer_lines() if args.no_peers else ([], [])
+    for line in kept[0]:  # after the last row of its problem
+        problem = line.split(" | ")[0]
+        at = max((i for i, row in enumerate(table) if row.split(" | ")[0] == problem), default=len(table) - 1)
+        table.insert(at + 1, line)
+    lines += kept[1]
+    text = "\n".join([head, "|" + "---|" * 8] + table)
     sweep_text = "\n".join([sweeps.HEAD, "|" + "---|" * 12] + ["| " + " | ".join(r) + " |" for r in sweep_rows])
     verdict_text = "\n".join(f"- {v}" for v in lines)
     print(text + "\n\n" + sweep_text + "\n\n" + verdict_text)
-    if not args.no_write and not args.no_peers:
+    if not args.no_write:
         command = "python3 benchmarks/logistic.py" + (" --small" if args.small else "") + \
             (f" --repeat {args.repeat}" if args.repeat != 3 else "") + (f" --budget {args.budget:g}" if args.budget != 60 else "")
         write_section("\n".join([
@@ -237,10 +244,23 @@ def main(argv=None) -> int:
             f"run interleaved, {args.repeat} rounds in rotated order; each row is the contender's round with the least",
             "CPU time (user + system, all threads), with that round's wall time. One BLAS thread for every contender.",
             f"The machine was shared with other jobs: load average {', '.join(f'{v:.1f}' for v in load)} (start, after",
-            "each problem) on 2 cores, so wall times are noisy and CPU times are the measure.", "",
-            f"- Machine: {machine()}", f"- Command: `{command}`", "", text, "", *SWEEPS_TEXT, "", sweep_text, "",
+            "each problem) on 2 cores, so wall times are noisy and CPU times are the measure.",
+            *(["The NumPyro and PyMC rows and their INFO lines are from the page's earlier full run (this one",
+               "ran with `--no-peers`): their ratios compare with that run's ppl."] if args.no_peers else []), "",
+            f"- Machine: {machine()}", f"- Command: `{command}{' --no-peers' if args.no_peers else ''}`", "", text, "", *SWEEPS_TEXT, "", sweep_text, "",
             verdict_text, ""]), SECTION, DOC)
     return 0
+
+
+def _peer_lines() -> tuple[list, list]:
+    """(table rows, verdicts) of NumPyro and PyMC in the section as it stands on the page."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.find(SECTION + "\n")
+    section = text[start:text.find("\n## ", start + 1)] if start >= 0 else ""
+    peers = ("NumPyro", "PyMC")
+    rows = [line for line in section.splitlines() if line.startswith("| ") and line.split(" | ")[1].startswith(peers)]
+    infos = [line[2:] for line in section.splitlines() if line.startswith("- INFO:") and any(p in line for p in peers)]
+    return rows, infos
 
 
 if __name__ == "__main__":
