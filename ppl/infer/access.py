@@ -63,7 +63,8 @@ class Access:
 
     def scatter(self, message: np.ndarray) -> np.ndarray:
         """message plate + (C, S) → (size, S), summed over the plate elements reading each element."""
-        message = np.broadcast_to(message, self.index.shape + message.shape[self.plate_rank + 1:])
+        shape = self.index.shape + message.shape[self.plate_rank + 1:]
+        message = message if message.shape == shape else np.broadcast_to(message, shape)
         return sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
 
     def scatter_weighted(self, message, weights: np.ndarray, factored: bool = False) -> np.ndarray:

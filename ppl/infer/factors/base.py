@@ -111,7 +111,7 @@ class FactorRuntime(abc.ABC):
         the row weights)."""
         count = self.count()
         if count is None and self.selector is None:
-            value = np.asarray(self.expected_log(state))  # weights all ones: summed as they are when they fill the plate
+            value = np.asarray(self.expected_log(state))  # unit weights: summed as it is if it fills the plate
             return float((value if value.shape == self._ones.shape else self._ones * value).sum())
         if count is None:
             return float(np.sum(self.weights(state) * self.expected_log(state)))
