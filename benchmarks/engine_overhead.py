@@ -30,7 +30,7 @@ SECTION = "## Engine overhead"
 DOC = ROOT / "docs" / "benchmarks.md"
 SMALL = ("eight_schools", "linear_regression_ard", "gmm")  # models/ with their data
 WIDE = (("ncvmp", "ncvmp"), ("jaakkola", "bound:jaakkola"))  # D > N logistic regression: (label, rule)
-M1, M2_MAX, REPEAT = 2, 12, 7
+M1, M2_MAX, REPEAT = 2, 12, 10
 
 
 def _cases():
@@ -126,7 +126,7 @@ def render(results: dict, rounds: int, load: tuple, command: str) -> str:
         "What the engine costs beyond the arithmetic, on problems small enough that the arithmetic takes",
         "microseconds (`benchmarks/engine_overhead.py`): per sweep (T(M2) − T(M1)) / (M2 − M1) from runs of",
         "exactly M1 and M2 plain sweeps (SQUAREM off), set-up T(M1) − M1 × per sweep (binding, factor graph, first",
-        "ELBO, posterior), each T the least CPU time of 7 runs per round over the rounds, and Python function calls",
+        f"ELBO, posterior), each T the least CPU time of {REPEAT} runs per round over the rounds, and Python function calls",
         "per sweep (cProfile's count). With two trees, each round runs one process per tree, alternating their",
         f"order. {rounds} rounds, one BLAS thread. The machine was shared with other jobs (load average "
         f"{load[0]:.1f} at the start, {load[1]:.1f} at the end, on 2 cores): times are noisy, the calls are not.", "",
