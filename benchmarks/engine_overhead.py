@@ -11,7 +11,7 @@ time over the rounds, and Python function calls per sweep (cProfile's count, det
 in the same run: each round runs one process per tree, alternating their order, so that both see
 the same machine load. One BLAS thread. Writes "## Engine overhead" of docs/benchmarks.md.
 
-    python3 benchmarks/engine_overhead.py [--before TREE] [--rounds 5] [--no-write]
+    python3 benchmarks/engine_overhead.py [--before TREE [--before-name TEXT]] [--rounds 5] [--no-write]
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def collect(trees: dict, rounds: int) -> dict:
                            r["calls"], r["m2"]) for case, r in cases.items()} for label, cases in best.items()}
 
 
-def render(results: dict, rounds: int, load: tuple, command: str) -> str:
+def render(results: dict, rounds: int, load: tuple, command: str, before: str = "") -> str:
     from benchmarks._report import machine
     labels = list(results)
     head = "| case | sweeps M1→M2 | " + " | ".join(
@@ -129,13 +129,15 @@ def render(results: dict, rounds: int, load: tuple, command: str) -> str:
         f"ELBO, posterior), each T the least CPU time of {REPEAT} runs per round over the rounds, and Python function calls",
         "per sweep (cProfile's count). With two trees, each round runs one process per tree, alternating their",
         f"order. {rounds} rounds, one BLAS thread. The machine was shared with other jobs (load average "
-        f"{load[0]:.1f} at the start, {load[1]:.1f} at the end, on 2 cores): times are noisy, the calls are not.", "",
+        f"{load[0]:.1f} at the start, {load[1]:.1f} at the end, on 2 cores): times are noisy, the calls are not.",
+        *([f"\"before\" is {before}; \"now\" this checkout."] if before else []), "",
         f"- Machine: {machine()}", f"- Command: `{command}`", "", *lines, ""])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another checkout of ppl, measured in the same run")
+    parser.add_argument("--before-name", default="", help="what the --before checkout is, for the page")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
@@ -150,8 +152,10 @@ def main(argv=None) -> int:
     start = os.getloadavg()[0]
     results = collect(trees, args.rounds)
     command = "python3 benchmarks/engine_overhead.py" + (" --before TREE" if args.before else "") + \
+        (f' --before-name "{args.before_name}"' if args.before_name else "") + \
         (f" --rounds {args.rounds}" if args.rounds != 5 else "")
-    publish([(render(results, args.rounds, (start, os.getloadavg()[0]), command), SECTION)], DOC, not args.no_write)
+    text = render(results, args.rounds, (start, os.getloadavg()[0]), command, args.before_name or str(args.before or ""))
+    publish([(text, SECTION)], DOC, not args.no_write)
     return 0
 
 
