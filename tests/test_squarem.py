@@ -24,6 +24,10 @@ class _Problem:
     families, pure_vmp = {"x": fam.Normal()}, True
 
 
+class _NotVmp(_Problem):
+    pure_vmp = False  # no floor α ≤ −1: an oscillating mode gets −1 < α < 0
+
+
 def _linear_mode(rho: float) -> list[dict]:
     """Three plain sweeps of a Normal's mean contracting to 0 at rate ρ, its precision fixed."""
     return [{"x": fam.Normal().natural(mean=np.array([rho ** k]), precision=np.array([1.0]))} for k in range(3)]
@@ -31,7 +35,7 @@ def _linear_mode(rho: float) -> list[dict]:
 
 @pytest.mark.parametrize("rho", [0.01, 0.03, 0.045])
 def test_no_step_where_the_sweeps_contract_faster_than_one_in_twenty(rho):
-    """α = −1/(1 − ρ) is within NEAR_PLAIN of −1: the next sweep starts from λ2 itself."""
+    """α = −1/(1 − ρ) is within NEAR_PLAIN below −1: the next sweep starts from λ2 itself."""
     assert abs(1 / (1 - rho) - 1) < NEAR_PLAIN
     step = Squarem(_Problem())
     step.step_max = 64.0
@@ -43,6 +47,13 @@ def test_a_slower_mode_is_extrapolated_onto_its_fixed_point(rho):
     step = Squarem(_Problem())
     step.step_max = 64.0
     proposal = step._extrapolate(*_linear_mode(rho))
+    assert fam.Normal().mean(proposal["x"]) == pytest.approx([0.0], abs=1e-12)
+
+
+def test_a_fast_oscillating_mode_keeps_its_step():
+    """ρ = −0.03 (α = −0.971): the plain sweeps overshoot; the step lands on the fixed point."""
+    step = Squarem(_NotVmp())
+    proposal = step._extrapolate(*_linear_mode(-0.03))
     assert fam.Normal().mean(proposal["x"]) == pytest.approx([0.0], abs=1e-12)
 
 
