@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.families.base import chol_logdet, cholesky
+from ppl.families.base import chol_logdet, cholesky, diagonal_of
 from ppl.infer.rows import ROW_BLOCK, weighted_gram
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -137,11 +137,10 @@ def diagonal_prior(family, natural):
     """(h, diagonal of Λ) of a Gaussian natural parameter (1, D + D²) whose precision is diagonal
     and positive; None otherwise."""
     d = family.dim
-    h, matrix = natural[0, :d], natural[0, d:].reshape(d, d)
-    p = -2.0 * np.diagonal(matrix).copy()
-    if np.any(p <= 0) or np.count_nonzero(matrix) != np.count_nonzero(p):
+    diagonal = diagonal_of(natural[0, d:].reshape(d, d))
+    if diagonal is None or np.any(diagonal >= 0):
         return None
-    return h, p
+    return natural[0, :d], -2.0 * diagonal
 
 
 class KernelGaussian:
