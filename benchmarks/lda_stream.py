@@ -179,9 +179,9 @@ def main(argv=None) -> int:
         "A run with `inner=2` takes the same path with the same arrays (the fused E-step, one sweep with z "
         "summed out and the sweep that writes z and θ, the M-step, the final pass) at a fraction of the "
         "arithmetic: it measures memory against N and the cost of everything but the inner loop, not "
-        "LDA's fit (its ELBO is lower). A streamed run collects the problems it bound before binding the "
-        "next: their reference cycles used to pile up between the collector's runs, and a 10-million-token "
-        "run peaked at 1,446 MiB (1,203 MiB anonymous) instead.",
+        "LDA's fit (its ELBO is lower). A problem bound for one step holds no reference cycle and is freed "
+        "when the next is bound; when the fused block kept the whole problem (a cycle per step), a "
+        "10-million-token run peaked at 1,446 MiB (1,203 MiB anonymous) unless collected by hand.",
         "",
         "The report of the largest run (its head; the table of the topics follows):",
         "",

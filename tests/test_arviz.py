@@ -87,6 +87,23 @@ def test_netcdf_output_loads_back_with_xarray(tmp_path):
     assert az.from_netcdf(out).posterior["mu"].shape == (1, 500)
 
 
+def test_netcdf_output_is_written_like_the_other_outputs(tmp_path):
+    """Through the same atomic write as the JSON and CSV outputs: the mode a plain `open` gives
+    (0666 less the umask, not mkstemp's 0600) and no temporary file left behind."""
+    import os
+    import stat
+
+    from ppl.cli import main
+    old = os.umask(0o027)
+    try:
+        assert main(["infer", str(MODELS / "eight_schools.vim"), str(MODELS / "eight_schools.csv"), "--seed", "0",
+                     "--quiet", "--output", str(tmp_path / "post.nc"), "--draws", "20"]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "post.nc").stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["post.nc"]
+
+
 def test_group_axis_carries_the_csv_labels_and_plot_posterior_draws_it():
     import matplotlib
     matplotlib.use("Agg")

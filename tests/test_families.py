@@ -29,6 +29,7 @@ from ppl.families import (
     Poisson,
     Wishart,
 )
+from ppl.families.base import diagonal_of
 
 PLATES = (3, 2)
 D = 3  # MvNormal / Wishart dimension
@@ -465,6 +466,18 @@ def test_helpers_used_by_engine():
     dr = Dirichlet(3)
     alpha = np.array([0.5, 2.0, 4.0])
     np.testing.assert_allclose(dr.expected_log(dr.natural(alpha=alpha)), digamma(alpha) - digamma(6.5))
+
+
+def test_diagonal_of_reads_a_stack_of_diagonal_matrices_and_refuses_one_off_diagonal_entry():
+    """One test of 'is this matrix diagonal' for the precision factor, the data-space prior and
+    MvNormal.mean_cov: the diagonals of the stack, or None if any matrix has an off-diagonal entry."""
+    v = np.array([[1.0, 0.0, -2.0], [3.0, 4.0, 5.0]])  # a zero on a diagonal is still diagonal
+    stack = v[:, :, None] * np.eye(3)
+    np.testing.assert_array_equal(diagonal_of(stack), v)
+    assert diagonal_of(stack).flags.writeable  # a new array, not numpy's read-only view
+    stack[1, 0, 2] = 1e-300
+    assert diagonal_of(stack) is None
+    assert diagonal_of(np.zeros((2, 2))) is not None
 
 
 def test_categorical_zero_probability_category_is_handled():

@@ -102,6 +102,13 @@ def symmetrize(m: np.ndarray) -> np.ndarray:
     return 0.5 * (m + np.swapaxes(m, -1, -2))
 
 
+def diagonal_of(m: np.ndarray) -> np.ndarray | None:
+    """The diagonals (batch + (D,), a new array) of square matrices whose off-diagonal entries are
+    all zero, else None: such a matrix is inverted, solved and its log-determinant taken in O(D)."""
+    diagonal = np.diagonal(m, axis1=-2, axis2=-1)
+    return diagonal.copy() if np.count_nonzero(m) == np.count_nonzero(diagonal) else None
+
+
 def cholesky(m: np.ndarray) -> np.ndarray:
     """Batched lower Cholesky factor (raises LinAlgError if not PD)."""
     return np.linalg.cholesky(m)

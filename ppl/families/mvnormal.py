@@ -23,6 +23,7 @@ from .base import (
     chol_inverse,
     chol_logdet,
     cholesky,
+    diagonal_of,
     is_positive_definite,
     leading,
     require_count,
@@ -84,8 +85,8 @@ class MvNormal(ExponentialFamily):
         """(mean, covariance) with shapes plates + (D,) and plates + (D, D); a diagonal precision
         (a prior N(m, diag)) is inverted as such, O(D²) instead of O(D³)."""
         h, prec = self._split(nat)
-        diagonal = np.diagonal(prec, axis1=-2, axis2=-1)
-        if np.count_nonzero(prec) == np.count_nonzero(diagonal) and np.all(diagonal > 0):
+        diagonal = diagonal_of(prec)
+        if diagonal is not None and np.all(diagonal > 0):
             cov = np.zeros_like(prec)
             np.einsum("...ii->...i", cov)[...] = 1.0 / diagonal
         else:

@@ -25,6 +25,7 @@ from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.infer.factorial_levels import level_groups
 from ppl.infer.fused_mixture import mixture_kernel
 from ppl.infer.schedule.fused_lda import lda_kernel
+from ppl.infer.terms import elbo_terms
 from ppl.lang import ast
 from ppl.infer.schedule.blocks import block_defaults
 from ppl.lang.schedule import ScheduleSpec
@@ -109,12 +110,10 @@ class Problem:
                            factor.factor.span if factor is not None else None)
 
     def elbo_terms(self, state) -> dict:
-        """E_q[log f] per factor and H[q] per variable: the pieces that add up to the ELBO."""
-        if hasattr(self.kernel, "elbo_terms"):  # the fused mixture's, in blocks of rows
-            return self.kernel.elbo_terms(state)
-        terms = {f"E[log p({f.name})]": f.elbo(state) for f in self.factors}
-        terms.update({f"H[q({v})]": state.entropy(v) for v in self.latent})
-        return terms
+        """E_q[log f] per factor and H[q] per variable: the pieces that add up to the ELBO; those a
+        fused kernel sums in blocks of rows come from it."""
+        own = self.kernel.own_terms(state) if hasattr(self.kernel, "own_terms") else None
+        return elbo_terms(self.factors, self.latent, state, own)
 
 
 def build_problem(model, dataset, analysis, schedule=None) -> Problem:

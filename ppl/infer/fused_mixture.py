@@ -36,6 +36,7 @@ from ppl.families.normal_wishart import LOG_2PI
 from ppl.infer.factors.conjugate import ConjugateFactor
 from ppl.infer.factors.joint import JointGaussian, JointPrior
 from ppl.infer.state import NumericalBreakdown
+from ppl.infer.terms import elbo_terms
 
 CLAMP = -700.0  # exp(−700) ≈ 1e-304: above the subnormal range (2.2e-308)
 LOG_2 = np.log(2.0)
@@ -228,16 +229,16 @@ class FusedMixture:
 
     def elbo(self, state) -> float:
         """The ELBO of the last fused sweep while `state` has not changed since, else the sum of
-        `elbo_terms` (the initial state, a copy replayed by the engine)."""
+        the terms with `own_terms` (the initial state, a copy replayed by the engine)."""
         if self._elbo is None or self._elbo[0] != id(state) or self._elbo[1] != self._versions(state):
-            return sum(self.elbo_terms(state).values())
+            return sum(elbo_terms(self.factors, self.latent, state, self.own_terms(state)).values())
         return self._elbo[2]
 
-    def elbo_terms(self, state) -> dict:
-        """E[log f] per factor and H[q] per variable, as `Problem.elbo_terms` computes them, for any
-        q(z) (not only at its optimum). The three sums over rows (the likelihood Σ r_nk F_n·G_k,
-        z's own Σ_k N_k E[log π_k], and H[q(z)]) run in blocks of rows: no N × K temporary, and no
-        generic read that would cache N-sized gathers for the rest of the run."""
+    def own_terms(self, state) -> dict:
+        """The three ELBO terms that sum over rows, for any q(z) (not only at its optimum), keyed for
+        `ppl.infer.terms.elbo_terms`: the likelihood's Σ r_nk F_n·G_k, z's own Σ_k N_k E[log π_k] and
+        H[q(z)]. Summed in blocks of rows: no N × K temporary, and no generic read that would cache
+        N-sized gathers for the rest of the run."""
         if self.features is None:
             self._prepare(state)
         r = state.moments(self.z)
@@ -251,10 +252,7 @@ class FusedMixture:
             fit += float(np.sum(block * np.dot(self.features[lo:lo + rows], coef.T)))
             with np.errstate(divide="ignore"):
                 entropy -= float(np.sum(xlogy0(block, np.log(block))))
-        own = {self.likelihood: fit, self.selection: float(np.dot(np.sum(r, axis=0), e_logpi))}
-        terms = {f"E[log p({f.name})]": own[f] if f in own else f.elbo(state) for f in self.factors}
-        terms.update({f"H[q({v})]": entropy if v == self.z else state.entropy(v) for v in self.latent})
-        return terms
+        return {self.likelihood: fit, self.selection: float(np.dot(np.sum(r, axis=0), e_logpi)), self.z: entropy}
 
 
 def _row_max(a: np.ndarray, out: np.ndarray) -> None:

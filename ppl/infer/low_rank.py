@@ -15,6 +15,7 @@ import functools
 
 import numpy as np
 
+from ppl.families.base import diagonal_of
 from ppl.infer.rows import ROW_BLOCK, dot_rows, weighted_gram
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -148,11 +149,10 @@ class DiagonalPrior:
         if isinstance(base, Diagonal):
             return cls(base.h, base.p, base.mean) if np.all(base.p > 0) else None
         d = family.dim
-        h, matrix = base[0, :d], base[0, d:].reshape(d, d)
-        p = -2.0 * np.diagonal(matrix).copy()
-        if np.any(p <= 0) or np.count_nonzero(matrix) != np.count_nonzero(p):
+        diagonal = diagonal_of(base[0, d:].reshape(d, d))
+        if diagonal is None or np.any(diagonal >= 0):
             return None
-        return cls(h, p)
+        return cls(base[0, :d], -2.0 * diagonal)
 
     def on(self, rows: np.ndarray) -> tuple:
         """(G₀, R m₀) of `rows`, reused while the rows are the same array."""

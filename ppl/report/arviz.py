@@ -11,8 +11,6 @@ module imports arviz and xarray.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -39,17 +37,9 @@ def to_arviz(posterior, draws: int = 1000, seed=None, vars=None):  # noqa: A002
 
 def write_netcdf(posterior, path, draws: int = 1000, seed=None, vars=None) -> None:  # noqa: A002
     """`to_arviz(...).to_netcdf` into a temporary file in the same folder, then a rename."""
-    from ppl.report.outputs import require_folder
-    path = Path(path)
-    require_folder(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".nc", dir=path.parent)
-    os.close(fd)
-    try:
+    from ppl.report.outputs import atomic
+    with atomic(path, suffix=".nc") as tmp:
         to_arviz(posterior, draws, seed, vars).to_netcdf(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _data(posterior) -> dict:

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -21,23 +22,31 @@ def require_folder(path: Path) -> None:
         raise OptionError("E320", f"cannot write {path}: folder {path.parent} does not exist")
 
 
-def write_atomic(path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename; the file gets the mode a
-    plain `open` would give it (0666 less the umask; mkstemp's own is 0600)."""
+@contextmanager
+def atomic(path, suffix: str = ""):
+    """The name of a temporary file in `path`'s folder for the block to write; renamed to `path`
+    when the block ends, removed if it raises. The file gets the mode a plain `open` would give
+    it (0666 less the umask; mkstemp's own is 0600)."""
     path = Path(path)
     require_folder(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     except OSError as exc:
         raise OptionError("E320", f"cannot write {path}: {exc.strerror}") from None
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        yield tmp
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_atomic(path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename (`atomic`)."""
+    with atomic(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _umask() -> int:

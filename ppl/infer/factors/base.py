@@ -10,6 +10,7 @@ import numpy as np
 
 from ppl.graph.forms import inline
 from ppl.infer.access import AccessBuilder, Unsupported, selector_of
+from ppl.infer.linear import rows_of
 from ppl.infer.plates import Plate
 from ppl.infer.weights import count_for, factor_counts, weighted_sum
 from ppl.lang import ast
@@ -66,11 +67,13 @@ class FactorRuntime(abc.ABC):
         self.bilinear |= form.bilinear()
         return [self.add_read(access) for access in form.reads()]
 
-    def weights(self, state) -> np.ndarray:
-        """Responsibilities plate + (C,) when a latent category selects components, else ones."""
+    def weights(self, state, rows=None) -> np.ndarray:
+        """Responsibilities plate + (C,) when a latent category selects components, else ones; only
+        on `rows` of the first plate axis when given (a minibatch)."""
         if self.selector is None:
-            return self._ones
-        return self.selector.read(state)[..., 0, : self.components]  # a chain's q adds pair blocks after
+            return self._ones if rows is None else np.ones((len(rows),) + self.plate.shape[1:] + (1,))
+        weights = self.selector.read(state)[..., 0, : self.components]  # a chain's q adds pair blocks after
+        return weights if rows is None else weights[rows]
 
     @functools.cached_property
     def _ones(self) -> np.ndarray:
@@ -86,10 +89,13 @@ class FactorRuntime(abc.ABC):
         var = self.model.variables.get(name) if name is not None else None
         return count_for(self.row_weights, var.plates if var is not None else ())
 
-    def message_weights(self, state, name: str) -> np.ndarray:
-        """`weights` times the row weights that apply to the message to `name`."""
-        weights, count = self.weights(state), self.count(name)
-        return weights if count is None else weights * count
+    def message_weights(self, state, name: str | None, rows=None) -> np.ndarray:
+        """`weights` times the row weights that apply to the message to `name` (to the ELBO term,
+        `name` None), on `rows` as `weights`."""
+        weights, count = self.weights(state, rows), self.count(name)
+        if count is None:
+            return weights
+        return weights * (count if rows is None else rows_of(count, rows))
 
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
         """The summed message to variable `name` in its natural layout, (elements, size);

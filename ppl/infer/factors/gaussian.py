@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.families.base import chol_inverse
+from ppl.families.base import chol_inverse, diagonal_of
 from ppl.infer.access import Unsupported
 from ppl.infer.diagonal import constant_diagonal
 from ppl.infer.factors.base import FactorRuntime
@@ -175,8 +175,8 @@ class _Precision:
                 value = covariance_to_precision(value)
             event = (dim, dim) if dim else ()
             self._value = np.broadcast_to(value, owner.builder.shape() + event)
-            if dim and np.ndim(value) == 2 and np.count_nonzero(value) == np.count_nonzero(np.diagonal(value)):
-                self.diagonal = np.diagonal(value).copy()
+            if dim and np.ndim(value) == 2:
+                self.diagonal = diagonal_of(value)
             logdet = (np.sum(np.log(self.diagonal)) if self.diagonal is not None and np.all(self.diagonal > 0) else
                       np.linalg.slogdet(value)[1] if dim else np.log(value))  # once: the precision is fixed
             self.logdet = np.broadcast_to(logdet, owner.builder.shape())

@@ -36,7 +36,7 @@ from ppl.diagnostics import ModelError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
-from ppl.infer.linear import LinearBuilder, margin, rows_of, take_rows
+from ppl.infer.linear import LinearBuilder, margin, take_rows
 from ppl.infer.linear_message import read_message
 from ppl.lang import ast
 from ppl.lang.schedule import CVI_KAPPA, CVI_STEP
@@ -181,14 +181,8 @@ class GLMFactor(FactorRuntime):
 
     def _rows_message(self, state, rows, form, access, prec, target, factored=False):
         """Σ over `rows` of the Gaussian sites' (target, prec) messages to the read `access` of the
-        restricted `form` (`take_rows`), weighted as `message_weights` weights them."""
-        if self.selector is None:
-            weights = np.ones((len(rows),) + self.plate.shape[1:] + (1,))
-        else:
-            weights = self.weights(state)[rows]
-        count = self.count(access.name)
-        if count is not None:
-            weights = weights * rows_of(count, rows)
+        restricted `form` (`take_rows`)."""
+        weights = self.message_weights(state, access.name, rows)
         message = read_message(state, form, access, prec, target, self.factor)
         return access.scatter_weighted(message, weights, factored)
 
@@ -298,9 +292,7 @@ class GLMFactor(FactorRuntime):
         noisier than the run's stopping rule can judge (`state.noise` × |term|: wide margins, few
         rows) the exact term instead, with standard error 0."""
         _, _, term, _, _, variance = self.expectations(state)
-        weights, count = self.weights(state), self.count()
-        if count is not None:
-            weights = weights * count
+        weights = self.message_weights(state, None)
         value, se = float(np.sum(weights * term)), float(np.sqrt(np.sum(weights * weights * variance)))
         if not se <= state.noise * abs(value):
             return self.elbo(state), 0.0

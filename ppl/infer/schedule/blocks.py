@@ -28,7 +28,8 @@ class DirichletCategorical:
 
     def __init__(self, problem, theta: str, z: str, own, data):
         from scipy.sparse import csr_matrix
-        self.problem, self.theta, self.z, self.own, self.data = problem, theta, z, own, data
+        self.theta, self.z, self.own, self.data = theta, z, own, data
+        self.priors = [f for f in problem.neighbours[theta] if f is not own]  # θ's, not the problem: no cycle
         doc = own.reads[theta][0].index.reshape(-1)
         count = own.count(theta)
         weights = np.ones(len(doc)) if count is None else np.asarray(count, float).reshape(-1)
@@ -50,7 +51,7 @@ class DirichletCategorical:
         caller knows them (the fused batch sweep), else read from the state."""
         theta = self.theta
         if alpha is None:
-            prior = sum(f.message(state, theta) for f in self.problem.neighbours[theta] if f is not self.own)
+            prior = sum(f.message(state, theta) for f in self.priors)
             alpha = prior + 1.0
         b, shift = self._topic_weights(state)
         if estep == "cvb0":

@@ -54,7 +54,8 @@ class FusedLDA:
     """One batch sweep of LDA (M-step of β, E-step of every document) and its ELBO."""
 
     def __init__(self, problem, block, beta, beta_prior, theta_prior):
-        self.problem, self.block, self.beta = problem, block, beta
+        self.block, self.beta = block, beta
+        self.inner, self.tol = problem.inner, problem.schedule.local_tol  # not the problem: no cycle through its kernel
         self.theta, self.z = block.theta, block.z
         self.beta_prior, self.theta_prior = beta_prior, theta_prior
         self.eta_beta = self.eta_theta = None  # the priors' natural parameters, at the first sweep
@@ -81,8 +82,7 @@ class FusedLDA:
         family = state.families[beta]
         elog_beta = family.to_mean(nat)
         state.set(beta, nat, moments=elog_beta)
-        block.fit(state, self.problem.inner, self.problem.schedule.local_tol, alpha=self.eta_theta + 1.0,
-                  elog=self.elog_prior)
+        block.fit(state, self.inner, self.tol, alpha=self.eta_theta + 1.0, elog=self.elog_prior)
         kl_beta = float(np.sum((nat - self.eta_beta) * elog_beta)) - float(family.log_partition(nat).sum()) + \
             self.a_beta
         theta_nat, theta_family = state.natural[theta], state.families[theta]
