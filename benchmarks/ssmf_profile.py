@@ -82,45 +82,54 @@ STEPS = ("svi", "ssmf_a", "ssmf")
 SEED_TITLE = "## LDA: SSMF's cost per step in the seed's regime"
 # the seed's regime (K = 100, minibatches of 1000 documents), sized to run in minutes: 3M tokens,
 # N/|B| = 20 so that q(β) holds tokens after the warm-up
-TOPICS, WORDS, DOCS, LENGTH, BATCH, WARM, ROUNDS = 100, 8_000, 20_000, 150, 1000, 10, 6
+TOPICS, WORDS, DOCS, LENGTH, BATCH, WARM, ROUNDS = 100, 8_000, 20_000, 150, 1000, 10, 8
+SAME_WORK = ", inner=50, local_tol=1e-12"  # every document 50 sweeps under every M-step
 
 
-def seed_regime(eta: float, warm: int = WARM, rounds: int = ROUNDS) -> tuple:
-    """({M-step: parts}, {M-step: CPU seconds of each round's step}, facts): `warm` svi steps from
-    random topics, then `rounds` rounds of one step of each M-step from the globals they reached,
-    the three on the same minibatches (a seed of their own) and each under its own profiler."""
+def warmed(eta: float, docs: int = DOCS, warm: int = WARM) -> tuple:
+    """(runner, globals, facts) on `docs` documents of the seed's regime: runner(step, seed, extra)
+    an `SVI` of that M-step (`extra`: more schedule options), the globals after `warm` svi steps
+    from random topics."""
     import numpy as np
     import ppl
     from benchmarks.lda_stream import MODEL, draw_corpus
     from ppl.infer import build_problem
     from ppl.infer.schedule.svi import SVI
     from ppl.lang.schedule import parse_schedule
-    blocks = list(draw_corpus(DOCS * LENGTH, base.SEED, TOPICS, WORDS, LENGTH))
+    blocks = list(draw_corpus(docs * LENGTH, base.SEED, TOPICS, WORDS, LENGTH))
     data = {name: np.concatenate([b[i] for b in blocks]) + (i < 2) for i, name in enumerate(("doc", "word", "count"))}
     model = ppl.compile(MODEL.replace("const eta = 0.01", f"const eta = {eta}\nconst V = {WORDS}"))
     dataset = model.bind(data)
     analysis = model.analyze(dataset)
 
-    def runner(step: str, seed: int) -> SVI:
-        spec = parse_schedule(f"{step}(batch={BATCH}, tau=1, ramp=0, init=random)")
+    def runner(step: str, seed: int, extra: str = "") -> SVI:
+        spec = parse_schedule(f"{step}(batch={BATCH}, tau=1, ramp=0, init=random{extra})")
         return SVI(build_problem(model.checked, dataset, analysis, spec), np.random.default_rng(seed))
-    warmed = runner("svi", base.SEED)
-    warmed.start()
+    svi = runner("svi", base.SEED)
+    svi.start()
     for t in range(1, warm + 1):
-        warmed.step(t)
-    runners = {step: runner(step, base.SEED + 1) for step in STEPS}
+        svi.step(t)
+    held = svi.globals["beta"] + 1.0 - eta  # λ − η: the tokens of evidence of each topic-word entry
+    facts = {"rows": len(data["doc"]), "tokens": int(data["count"].sum()), "held": float(np.mean(held >= 1.0))}
+    return runner, svi.globals, facts
+
+
+def interleaved(runner, globals_, extra: str, warm: int = WARM, rounds: int = ROUNDS) -> tuple:
+    """({M-step: parts}, {M-step: CPU seconds of each round's step}): `rounds` rounds of one step of
+    each M-step from `globals_` (reached after `warm` steps), the three on the same minibatches (a
+    seed of their own: ssmf_a and ssmf also draw the same β̃ in the first round), each under its
+    own profiler."""
+    runners = {step: runner(step, base.SEED + 1, extra) for step in STEPS}
     profilers = {step: cProfile.Profile(time.process_time) for step in STEPS}
     seconds = {step: [] for step in STEPS}
     for svi in runners.values():
-        svi.globals = {name: natural.copy() for name, natural in warmed.globals.items()}
+        svi.globals = {name: natural.copy() for name, natural in globals_.items()}
     for t in range(warm + 1, warm + rounds + 1):
         for step, svi in runners.items():
             before = time.process_time()
             profilers[step].runcall(svi.step, t)
             seconds[step].append(time.process_time() - before)
-    held = warmed.globals["beta"] + 1.0 - eta  # λ − η: the tokens of evidence of each topic-word entry
-    facts = {"rows": len(data["doc"]), "tokens": int(data["count"].sum()), "held": float(np.mean(held >= 1.0))}
-    return {step: parts(profilers[step], rounds) for step in STEPS}, seconds, facts
+    return {step: parts(profilers[step], rounds) for step in STEPS}, seconds
 
 
 def table(rows: dict, heading: str) -> list:
@@ -149,23 +158,28 @@ def reuters(eta: float) -> str:
 
 
 def synthetic(eta: float) -> str:
-    rows, seconds, facts = seed_regime(eta)
-    ratios = {step: [a / b for a, b in zip(seconds[step], seconds["svi"])] for step in STEPS[1:]}
-    spread = "; ".join(f"`{step}` {min(r):.2f}–{max(r):.2f}×" for step, r in ratios.items())
+    import numpy as np
+    runner, globals_, facts = warmed(eta, DOCS, WARM)
     lines = [f"{SEED_TITLE}\n",
              f"`python3 benchmarks/ssmf_profile.py --corpus synthetic` (cProfile on the CPU clock, one BLAS thread; "
-             f"{machine()}; load average {os.getloadavg()[0]:.1f} at the end: other agents were running, times are "
-             f"noisy, ratios less so). The seed's regime (Hoffman 2014, Sec. 4: K = 100, minibatches of 1000 "
-             f"Wikipedia documents, V ≈ 8,000): {DOCS:,} documents of {LENGTH} tokens drawn from LDA (K = {TOPICS}, "
-             f"α = 0.1, η = 0.01 over V = {WORDS:,} words; benchmarks/lda_stream.py's generator), {facts['tokens']:,} "
-             f"tokens in {facts['rows']:,} (document, word) rows fitted count-weighted, K = {TOPICS}, η = {eta:g}, "
-             f"the mean-field E-step, minibatches of {BATCH} (N/|B| = {DOCS // BATCH}). {WARM} `svi` steps from "
-             f"random topics first (after them {facts['held']:.0%} of the K·V entries hold a token of evidence, "
-             f"λ − η ≥ 1), then {ROUNDS} rounds of one step of each M-step from those globals on the same "
-             "minibatches, in turn, so that the machine's load falls on the three alike. CPU milliseconds per step "
-             "of each part (the profiler's overhead included).\n"]
-    lines += table(rows, f"Minibatches of {BATCH} documents, {ROUNDS} interleaved steps each:")
-    lines += [f"The ratio of each round's step to that round's `svi` step ranges over {spread}.", ""]
+             f"{machine()}; other agents were running, times are noisy). The seed's regime (Hoffman 2014, Sec. 4: "
+             f"K = 100, minibatches of 1000 Wikipedia documents, V ≈ 8,000): {DOCS:,} documents of {LENGTH} tokens "
+             f"drawn from LDA (K = {TOPICS}, α = 0.1, η = 0.01 over V = {WORDS:,} words; benchmarks/lda_stream.py's "
+             f"generator), {facts['tokens']:,} tokens in {facts['rows']:,} (document, word) rows fitted "
+             f"count-weighted, K = {TOPICS}, η = {eta:g}, the mean-field E-step, minibatches of {BATCH} (N/|B| = "
+             f"{DOCS // BATCH}). {WARM} `svi` steps from random topics first (after them {facts['held']:.0%} of the "
+             f"K·V entries hold a token of evidence, λ − η ≥ 1), then {ROUNDS} rounds of one step of each M-step from "
+             "those globals on the same minibatches, in turn, so that the machine's load falls on the three alike. "
+             "CPU milliseconds per step of each part (the profiler's overhead included); relative to svi: the "
+             "ratio of the mean steps, then the median and range of the rounds' ratios.\n"]
+    for extra, same in (("", ""), (SAME_WORK, " and the same E-step work (`inner=50, local_tol=1e-12`: 50 sweeps "
+                                              "of every document)")):
+        rows, seconds = interleaved(runner, globals_, extra)
+        lines += table(rows, f"Minibatches of {BATCH} documents, {ROUNDS} interleaved steps each{same}:")
+        ratios = {step: np.array(seconds[step]) / np.array(seconds["svi"]) for step in STEPS[1:]}
+        lines += ["Rounds' ratios to svi: " + "; ".join(
+            f"`{step}` median {np.median(r):.2f}×, {r.min():.2f}–{r.max():.2f}×" for step, r in ratios.items()) +
+            f" (load average {os.getloadavg()[0]:.1f} at the end).", ""]
     return "\n".join(lines)
 
 
