@@ -8,7 +8,8 @@ divided by the steps.
   documents): a corpus drawn from LDA (benchmarks/lda_stream.py's generator: DOCS documents of
   LENGTH tokens over V = WORDS words), `svi` steps from random topics until q(β) holds tokens
   (WARM steps, N/|B| = 20), then from those globals the three M-steps step in turn on the same
-  minibatches (STEPS rounds), so the machine's load falls on all three alike.
+  minibatches (ROUNDS rounds), so the machine's load falls on all three alike; again with the same
+  E-step work under every M-step (SAME_WORK).
 
 Parts: the draw of β̃ and its Jacobian (`pin_draws`, with eq. 15's shape derivative under
 `ssmf`), the E-step, the minibatch's ELBO estimate, the M-step (with eq. 35's Jacobian and
@@ -45,9 +46,9 @@ PARTS = {  # (file, function) of the profile -> the column
     "whole step": ("schedule/svi.py", "step"),
 }
 TITLE = "## LDA: where an SSMF step's time goes"
+SAME_WORK = ", inner=50, local_tol=1e-12"  # every document 50 sweeps under every M-step, none stopping early
 # a minibatch as in the η table; all the training documents; and those with the same E-step work
-# under every M-step (50 sweeps each, no document stopping early)
-BATCHES = ((32, 2, ""), (316, 10, ""), (316, 10, ", inner=50, local_tol=1e-12"))
+BATCHES = ((32, 2, ""), (316, 10, ""), (316, 10, SAME_WORK))
 
 
 def profile(train, step: str, eta: float, batch: int, passes: int, extra: str) -> dict:
@@ -83,7 +84,6 @@ SEED_TITLE = "## LDA: SSMF's cost per step in the seed's regime"
 # the seed's regime (K = 100, minibatches of 1000 documents), sized to run in minutes: 3M tokens,
 # N/|B| = 20 so that q(β) holds tokens after the warm-up
 TOPICS, WORDS, DOCS, LENGTH, BATCH, WARM, ROUNDS = 100, 8_000, 20_000, 150, 1000, 10, 8
-SAME_WORK = ", inner=50, local_tol=1e-12"  # every document 50 sweeps under every M-step
 
 
 def warmed(eta: float, docs: int = DOCS, warm: int = WARM) -> tuple:
