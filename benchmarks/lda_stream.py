@@ -57,27 +57,35 @@ for t in 1..N {{
 def write_corpus(tokens: int, path: Path, seed: int = 0) -> int:
     """Draw tokens // LENGTH documents of LENGTH tokens from LDA and write their doc,word,count
     rows to `path`, BLOCK documents at a time (memory: one block); returns the rows."""
-    rng = np.random.default_rng(seed)
-    cumulative = np.cumsum(rng.dirichlet(np.full(V, ETA), size=K), axis=1)
-    cumulative /= cumulative[:, -1:]
-    docs, rows = tokens // LENGTH, 0
+    rows = 0
     with open(path, "w") as handle:
         handle.write("doc,word,count\n")
-        for start in range(0, docs, BLOCK):
-            n = min(BLOCK, docs - start)
-            theta = rng.dirichlet(np.full(K, ALPHA), size=n)
-            topic = (rng.random((n, LENGTH, 1)) > np.cumsum(theta, axis=1)[:, None, :]).sum(axis=2)
-            topic = np.minimum(topic, K - 1).reshape(-1)
-            word = np.empty(topic.size, dtype=np.int64)
-            for k in np.unique(topic):
-                at = topic == k
-                word[at] = np.minimum(np.searchsorted(cumulative[k], rng.random(at.sum()), "right"), V - 1)
-            doc = np.repeat(np.arange(start, start + n), LENGTH)
-            pair, count = np.unique(doc * V + word, return_counts=True)
-            block = np.column_stack([pair // V + 1, pair % V + 1, count])
-            np.savetxt(handle, block, fmt="%d", delimiter=",")
-            rows += len(block)
+        for doc, word, count in draw_corpus(tokens, seed):
+            np.savetxt(handle, np.column_stack([doc + 1, word + 1, count]), fmt="%d", delimiter=",")
+            rows += len(doc)
     return rows
+
+
+def draw_corpus(tokens: int, seed: int = 0, topics: int = K, words: int = V, length: int = LENGTH):
+    """LDA's generative process (α = ALPHA, η = ETA): tokens // length documents of `length`
+    tokens over `topics` topics and `words` words, as blocks of BLOCK documents, each
+    (doc, word, count) arrays (0-based) of its distinct (document, word) pairs."""
+    rng = np.random.default_rng(seed)
+    cumulative = np.cumsum(rng.dirichlet(np.full(words, ETA), size=topics), axis=1)
+    cumulative /= cumulative[:, -1:]
+    docs = tokens // length
+    for start in range(0, docs, BLOCK):
+        n = min(BLOCK, docs - start)
+        theta = rng.dirichlet(np.full(topics, ALPHA), size=n)
+        topic = (rng.random((n, length, 1)) > np.cumsum(theta, axis=1)[:, None, :]).sum(axis=2)
+        topic = np.minimum(topic, topics - 1).reshape(-1)
+        word = np.empty(topic.size, dtype=np.int64)
+        for k in np.unique(topic):
+            at = topic == k
+            word[at] = np.minimum(np.searchsorted(cumulative[k], rng.random(at.sum()), "right"), words - 1)
+        doc = np.repeat(np.arange(start, start + n), length)
+        pair, count = np.unique(doc * words + word, return_counts=True)
+        yield pair // words, pair % words, count
 
 
 HEADER = re.compile(r"ELBO (\S+) after (\d+) sweeps \(\w[\w ]*\), ([\d.]+) s")
