@@ -232,7 +232,7 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -
         value = 0.0
         for rows in _blocks(family, nat, old):
             m1, s1 = location(family, *_part((nat, new_moments), rows))
-            m0, _ = location(family, *_part((old, old_moments), rows))
+            m0, _ = location(family, *_part((old, old_moments), rows), sd=False)
             scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
             with np.errstate(invalid="ignore"):
                 value = max(value, float(np.nanmax(np.abs(m1 - m0) / scale, initial=0.0)))
@@ -256,12 +256,13 @@ def _part(arrays: tuple, rows) -> list:
     return [a if rows is None or a is None else a[rows] for a in arrays]
 
 
-def location(family, nat, moments=None) -> tuple[np.ndarray, np.ndarray]:
+def location(family, nat, moments=None, sd=True) -> tuple[np.ndarray, np.ndarray | None]:
     """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
     moments (E[x], E[x xᵀ]) when given), or for a Normal–Wishart group the mean of μ with sd
-    (β E[Λ]_ii)^−½. A q held in data space (`KernelGaussian`) gives them directly."""
+    (β E[Λ]_ii)^−½. A q held in data space (`KernelGaussian`) gives them directly, its sd (O(N²D))
+    only when `sd`."""
     if isinstance(nat, KernelGaussian):
-        return nat.mean[None], nat.sd[None]
+        return nat.mean[None], nat.sd[None] if sd else None
     if moments is not None:
         d = family.dim
         mean = moments[..., :d]
