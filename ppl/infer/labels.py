@@ -22,10 +22,12 @@ def dims_and_coords(model, dataset, shapes: dict, components: dict) -> tuple[dic
     coords = {}
     for name, shape in shapes.items():
         for dim, length in zip(dims[name], shape):
+            if dim in coords:
+                continue
             size = model.sizes.get(dim)
             labels = dataset.levels.get(size.data) if size is not None and size.origin == "levels" else None
-            coords.setdefault(dim, [str(x) for x in labels] if labels is not None and len(labels) == length
-                              else list(range(1, length + 1)))
+            coords[dim] = ([str(x) for x in labels] if labels is not None and len(labels) == length
+                           else list(range(1, length + 1)))
     return dims, coords
 
 
