@@ -1,0 +1,103 @@
+"""A grid over one hyperparameter h: q(h, rest) = Σ_j w_j u_j(h) q_j(rest) (docs/rules/grid.md).
+
+1. An ordinary run of the whole model places the grid: nodes z_j (z = log h for a positive h)
+   evenly spaced over ±`sds` sds of z under its q, `nodes` of them, cell width δ.
+2. Each node fits q_j(rest) with h fixed at h_j (the model given h, ppl.infer.grid.spec),
+   warm-started from its neighbour's q, walking out from the centre.
+3. Its score is c_j = ELBO_j + log p(z_j) + log δ (ELBO_j: of the model given h_j); w ∝ e^c and
+   the ELBO is log Σ_j e^{c_j}. A walk stops where the weight falls below `NEGLIGIBLE` of the
+   largest, and goes on past ±sds (up to `REACH` × the span) while the edge still carries weight.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ppl.diagnostics import ModelError, OptionError
+from ppl.infer.grid.spec import GridSpec, conditional
+
+NEGLIGIBLE = 1e-9  # a node whose weight is below this fraction of the largest is dropped, and ends its walk
+EDGE = 1e-4  # past ±sds a walk goes on while its last node's weight is at least this fraction of the largest
+REACH = 2.0  # and goes at most this many times `sds` from the centre
+
+
+def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=None, gaussian_block=None,
+               progress=None, stream=False, client=None):
+    """The `GridPosterior` of `model` on `data` (what `Model.infer` returns with a grid)."""
+    from ppl.graph import analyze
+    from ppl.infer.fitting import fit
+    from ppl.infer.grid.posterior import grid_posterior, mixable
+    from ppl.infer.plates import Environment
+    if stream or client is not None or (spec is not None and spec.stochastic):
+        what = "--stream" if stream else "a cluster" if client is not None else "a stochastic schedule"
+        raise OptionError("E763", f"a grid over `{grid.name}` runs batch inference in memory, not {what}",
+                          hint="drop --grid (or the model's @grid), or run without " + what)
+    start = time.perf_counter()
+    given = conditional(model.checked, grid)
+    dataset = model.bind(data, na=na)
+    first, first_run = fit(model.checked, dataset, model.analyze(dataset, methods, gaussian_block), spec, options,
+                           progress)
+    centre, scale = _placement(first[grid.name], given.log_scale)
+    half = (grid.nodes - 1) // 2 or 1
+    width = grid.sds * scale / half
+    overrides = dict(model.checked.overrides)
+    node_options = replace(options, restarts=1)
+    block = _without(gaussian_block, grid.name)
+    fits = {}
+
+    def at(k: int, warm):
+        z = centre + k * width
+        checked = given.checked(overrides, np.exp(z) if given.log_scale else z)
+        posterior, result = fit(checked, dataset, analyze(checked, dataset, methods, block), spec, node_options,
+                                initial=_warm(warm))
+        score = result.elbo + float(given.log_prior(Environment(checked, dataset), z)) + np.log(width)
+        fits[k] = (z, score, posterior, result)
+        return result.state
+
+    state = at(0, first_run.state)
+    mixable(fits[0][2], model.checked)
+    for step in (1, -1):
+        warm, k = state, step
+        while abs(k) <= REACH * half:
+            warm = at(k, warm)
+            best = max(f[1] for f in fits.values())
+            if fits[k][1] < best + np.log(NEGLIGIBLE) or (abs(k) >= half and fits[k][1] < best + np.log(EDGE)):
+                break
+            k += step
+    return grid_posterior(model, first, first_run, given, fits, width, NEGLIGIBLE, time.perf_counter() - start)
+
+
+def _placement(marginal, log_scale: bool) -> tuple[float, float]:
+    """Centre and sd of z (log h for a positive h) under the first run's q(h): its median and half
+    the distance between its 15.9% and 84.1% quantiles (a Normal's sd; any family's)."""
+    q = np.asarray(marginal.quantiles([0.5, 0.15865525393145707, 0.8413447460685429]), dtype=float).reshape(3)
+    if log_scale:
+        q = np.log(q)
+    if not np.all(np.isfinite(q)) or q[2] <= q[1]:
+        raise ModelError("E766", f"the first run's q of the grid variable has no spread to place a grid on "
+                         f"(quantiles {q.tolist()})")
+    return float(q[0]), float(q[2] - q[1]) / 2
+
+
+def _without(gaussian_block: str | None, name: str) -> str | None:
+    """`--gaussian-block` for the model given h: h, a constant there, left out of a list of names."""
+    if gaussian_block is None or gaussian_block.strip() in ("all", "none"):
+        return gaussian_block
+    kept = [n.strip() for n in gaussian_block.split(",") if n.strip() != name]
+    return ",".join(kept) if kept else "none"
+
+
+def _warm(previous):
+    """`initial` for a node: the usual start, then the neighbour's λ wherever the variable is there."""
+    from ppl.infer.initialise import initialise
+
+    def initial(problem, rng):
+        state = initialise(problem, rng)
+        for name, value in dict.items(previous.natural):
+            if name in state.natural and np.shape(dict.__getitem__(state.natural, name)) == np.shape(value):
+                state.set(name, value)
+        return state
+    return initial
