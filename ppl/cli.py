@@ -83,6 +83,9 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster whose scheduler is at ADDRESS "
                        "(DATA: a glob of CSV or Parquet files, or a folder of Parquet files; needs ppl[dask])")
     infer.add_argument("--workers", type=int, metavar="N", help="run on a Dask cluster of N processes on this machine")
+    infer.add_argument("--grid", metavar="NAME[(nodes=21, sds=4)]",
+                       help="q a mixture over a grid of the scalar hyperparameter NAME, one fit of the rest per "
+                            "node (docs/rules/grid.md); overrides the model's @grid, `none` turns it off")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE",
@@ -186,7 +189,7 @@ def _infer(args, constants) -> int:
                                     restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                     progress=stop, record_terms=args.trace_terms, schedule=args.schedule, na=args.na,
                                     stream=args.stream, mean_tol=args.mean_tol, accelerate=_accelerate(args),
-                                    gaussian_block=args.gaussian_block, client=client)
+                                    gaussian_block=args.gaussian_block, client=client, grid=args.grid)
     finally:
         if progress is not None:
             progress.close()
@@ -224,6 +227,8 @@ def _run_record(args, constants) -> dict:
                "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws}
     if args.gaussian_block is not None:
         options["gaussian_block"] = args.gaussian_block
+    if args.grid is not None:
+        options["grid"] = args.grid
     return {"ppl": __version__, "seed": args.seed, "options": options,
             "inputs": {"model": args.model, "data": args.data}}
 

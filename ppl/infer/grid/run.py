@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ppl.diagnostics import ModelError, OptionError
+from ppl.diagnostics import OptionError
 from ppl.infer.grid.spec import GridSpec, conditional
 
 NEGLIGIBLE = 1e-9  # a node whose weight is below this fraction of the largest is dropped, and ends its walk
@@ -76,9 +76,6 @@ def _placement(marginal, log_scale: bool) -> tuple[float, float]:
     q = np.asarray(marginal.quantiles([0.5, 0.15865525393145707, 0.8413447460685429]), dtype=float).reshape(3)
     if log_scale:
         q = np.log(q)
-    if not np.all(np.isfinite(q)) or q[2] <= q[1]:
-        raise ModelError("E766", f"the first run's q of the grid variable has no spread to place a grid on "
-                         f"(quantiles {q.tolist()})")
     return float(q[0]), float(q[2] - q[1]) / 2
 
 

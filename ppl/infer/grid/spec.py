@@ -116,7 +116,7 @@ def conditional(checked, spec: GridSpec) -> Conditional:
         latent = [n for n, v in checked.variables.items() if v.kind == "latent"]
         guess = nearest(spec.name, latent)
         what = "not a variable of the model" if variable is None else f"{variable.kind}, not a latent variable"
-        raise _error(spec, "E760", f"grid over `{spec.name}`: {what}",
+        raise _error(spec, "E760", f"a grid runs over a latent variable: `{spec.name}` is {what}",
                      hint=f"latent variables: {', '.join(latent)}" + (f"; did you mean `{guess}`?" if guess else ""))
     factor = checked.factors_of(spec.name)[0]
     if variable.shape != () or factor.plates:
@@ -149,5 +149,5 @@ def conditional(checked, spec: GridSpec) -> Conditional:
 
 def _error(spec: GridSpec, code: str, message: str, hint: str):
     if spec.span is None:
-        return OptionError(code, f"--grid {message}", hint=hint)
+        return OptionError(code, f"--grid: {message}", hint=hint)
     return ModelError(code, message, span=spec.span, hint=hint)
