@@ -71,15 +71,25 @@ def _exact(y):
 def test_the_grid_on_a_conjugate_model_matches_the_exact_posterior(normal):
     y, post = normal
     log_evidence, mean, sd, cdf = _exact(y)
-    # q_j is exact given tau_j, so the grid's ELBO is a Riemann sum of p(y) = ∫ p(y, tau) dtau
-    assert post.elbo == pytest.approx(log_evidence, abs=1e-4)  # measured: 4.6e-6
-    assert abs(post["mu"].mean - mean) / sd < 1e-4  # measured: 7e-6
-    assert post["mu"].sd / sd == pytest.approx(1.0, abs=1e-4)  # measured: 1 − 1.5e-5
+    # q_j is exact given tau_j; with q_j held over its cell the grid's ELBO is a bound on log p(y)
+    assert log_evidence - 0.01 < post.elbo <= log_evidence  # measured: 0.007 below
+    assert abs(post["mu"].mean - mean) / sd < 1e-3  # measured: 2.8e-4
+    assert post["mu"].sd / sd == pytest.approx(1.0, abs=1e-3)  # measured: 1 + 3.7e-4
     for level, q in zip((0.025, 0.975), post["mu"].quantiles([0.025, 0.975])):
-        assert q == pytest.approx(optimize.brentq(lambda x: cdf(x) - level, -10, 10), abs=1e-3 * sd)
+        assert q == pytest.approx(optimize.brentq(lambda x: cdf(x) - level, -10, 10), abs=3e-3 * sd)  # 1e-3
     assert post.elbo >= max(post.grid["scores"])  # above every single node's
     assert post.elbo == pytest.approx(special.logsumexp(post.grid["scores"]), abs=1e-12)
     assert post["tau"].name == "grid" and post["mu"].name == "Normal mix"
+
+
+def test_the_gap_to_the_evidence_shrinks_as_the_cells_narrow(normal):
+    """With q_j held over its cell, the gap is the cell's spread of the optimal q(mu | tau), O(δ²):
+    twice the nodes over the same span, a quarter of the gap."""
+    y, coarse = normal
+    log_evidence = _exact(y)[0]
+    fine = ppl.compile(NORMAL.replace("@grid", "@grid(nodes=41)")).infer({"y": y}, seed=0)
+    assert fine.grid["width"] == pytest.approx(coarse.grid["width"] / 2, rel=1e-12)
+    assert log_evidence - fine.elbo < 0.3 * (log_evidence - coarse.elbo)
 
 
 def test_mixture_quantiles_solve_its_cdf_and_the_grid_cells_are_exact(normal):

@@ -10,6 +10,7 @@ not loaded back, and `predict`, `score` and `plot` refuse it (E765).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,6 +20,18 @@ from ppl.infer.grid.mixture import CellMarginal, mixture, mixture_elbo
 from ppl.infer.posterior import Posterior, origin
 
 FORMAT = "ppl-grid-posterior/1"  # a saved grid posterior: summary and grid, no q
+
+
+class Node(NamedTuple):
+    """One node's fit: its coordinate z, its cell's score c (the cell's ELBO term: E over the
+    cell of the node's ELBO given h, plus log p(z) and log δ), its posterior and run, and the
+    score at the cell's midpoint alone."""
+
+    z: float
+    score: float
+    posterior: Posterior
+    run: object
+    midpoint: float
 
 
 @dataclass(repr=False)
@@ -75,14 +88,14 @@ def mixable(posterior, checked) -> None:
 
 def grid_posterior(model, first, first_run, given, fits: dict, width: float, negligible: float,
                    seconds: float) -> GridPosterior:
-    """The posterior of the nodes `fits` ({k: (z, score, posterior, run)}) kept by weight."""
+    """The posterior of the nodes `fits` ({k: Node}) kept by weight."""
     h = given.name
     order = sorted(fits)
-    scores = np.array([fits[k][1] for k in order])
-    kept = [k for k, s in zip(order, scores) if s >= scores.max() + np.log(negligible)]
-    elbo, weights = mixture_elbo([fits[k][1] for k in kept])
-    nodes = [fits[k][2] for k in kept]
-    centres = np.array([fits[k][0] for k in kept])
+    best = max(fits[k].score for k in order)
+    kept = [fits[k] for k in order if fits[k].score >= best + np.log(negligible)]
+    elbo, weights = mixture_elbo([f.score for f in kept])
+    nodes = [f.posterior for f in kept]
+    centres = np.array([f.z for f in kept])
     cell = CellMarginal(centres, width, weights, given.log_scale)
     mode = nodes[int(np.argmax(weights))]
     marginals = {}
@@ -91,7 +104,7 @@ def grid_posterior(model, first, first_run, given, fits: dict, width: float, neg
             marginals[name] = cell
         elif name in mode.marginals:
             marginals[name] = mixture([p.marginals[name] for p in nodes], weights)
-    runs = [fits[k][3] for k in kept]
+    runs = [f.run for f in kept]
     values = np.exp(centres) if given.log_scale else centres
     coordinate = f"log {h}" if given.log_scale else h
     note = (f"grid over `{h}`: {len(kept)} nodes from {values.min():.4g} to {values.max():.4g}, cells "
@@ -99,7 +112,8 @@ def grid_posterior(model, first, first_run, given, fits: dict, width: float, neg
             f"{max(r.elbo for r in runs):.6f} given {h}")
     grid = {"variable": h, "scale": "log" if given.log_scale else "linear", "nodes": values.tolist(),
             "width": width, "weights": weights.tolist(), "node_elbo": [r.elbo for r in runs],
-            "scores": [float(fits[k][1]) for k in kept], "dropped": len(order) - len(kept),
+            "scores": [f.score for f in kept], "midpoint_scores": [f.midpoint for f in kept],
+            "dropped": len(order) - len(kept),
             "ordinary_elbo": first.elbo}
     return GridPosterior(
         marginals, elbo, list(first.trace), {}, first.iterations + sum(r.iterations for r in runs),

@@ -22,6 +22,7 @@ from ppl.infer.grid.spec import GridSpec, conditional
 NEGLIGIBLE = 1e-9  # a node whose weight is below this fraction of the largest is dropped, and ends its walk
 EDGE = 1e-4  # past ±sds a walk goes on while its last node's weight is at least this fraction of the largest
 REACH = 2.0  # and goes at most this many times `sds` from the centre
+GAUSS = np.polynomial.legendre.leggauss(3)  # nodes in [−1, 1] (the middle one 0) and weights of a cell's average
 
 
 def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=None, gaussian_block=None,
@@ -29,7 +30,7 @@ def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=N
     """The `GridPosterior` of `model` on `data` (what `Model.infer` returns with a grid)."""
     from ppl.graph import analyze
     from ppl.infer.fitting import fit
-    from ppl.infer.grid.posterior import grid_posterior, mixable
+    from ppl.infer.grid.posterior import Node, grid_posterior, mixable
     from ppl.infer.plates import Environment
     if stream or client is not None or (spec is not None and spec.stochastic):
         what = "--stream" if stream else "a cluster" if client is not None else "a stochastic schedule"
@@ -48,23 +49,32 @@ def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=N
     block = _without(gaussian_block, grid.name)
     fits = {}
 
+    def given_h(z: float):
+        """(checked model, analysis, log p(z)) of the model given h at grid coordinate z."""
+        checked = given.checked(overrides, np.exp(z) if given.log_scale else z)
+        return checked, analyze(checked, dataset, methods, block), float(
+            given.log_prior(Environment(checked, dataset), z))
+
     def at(k: int, warm):
         z = centre + k * width
-        checked = given.checked(overrides, np.exp(z) if given.log_scale else z)
-        posterior, result = fit(checked, dataset, analyze(checked, dataset, methods, block), spec, node_options,
-                                initial=_warm(warm))
-        score = result.elbo + float(given.log_prior(Environment(checked, dataset), z)) + np.log(width)
-        fits[k] = (z, score, posterior, result)
+        checked, analysis, log_prior = given_h(z)
+        posterior, result = fit(checked, dataset, analysis, spec, node_options, initial=_warm(warm))
+        # E over the cell of E_{q_k}[log p(y, rest, z)], by Gauss–Legendre in z; its midpoint is the fit's own
+        values = [result.elbo + log_prior if x == 0 else _elbo_given(given_h(z + x * width / 2), dataset, spec,
+                                                                     result.state)
+                  for x in GAUSS[0]]
+        score = float(np.dot(GAUSS[1] / 2, values)) + np.log(width)
+        fits[k] = Node(z, score, posterior, result, float(result.elbo + log_prior + np.log(width)))
         return result.state
 
     state = at(0, first_run.state)
-    mixable(fits[0][2], model.checked)
+    mixable(fits[0].posterior, model.checked)
     for step in (1, -1):
         warm, k = state, step
         while abs(k) <= REACH * half:
             warm = at(k, warm)
-            best = max(f[1] for f in fits.values())
-            if fits[k][1] < best + np.log(NEGLIGIBLE) or (abs(k) >= half and fits[k][1] < best + np.log(EDGE)):
+            best = max(f.score for f in fits.values())
+            if fits[k].score < best + np.log(NEGLIGIBLE) or (abs(k) >= half and fits[k].score < best + np.log(EDGE)):
                 break
             k += step
     return grid_posterior(model, first, first_run, given, fits, width, NEGLIGIBLE, time.perf_counter() - start)
@@ -77,6 +87,16 @@ def _placement(marginal, log_scale: bool) -> tuple[float, float]:
     if log_scale:
         q = np.log(q)
     return float(q[0]), float(q[2] - q[1]) / 2
+
+
+def _elbo_given(model_given, dataset, spec, state) -> float:
+    """E_q[log p(y, rest | h)] + H(q) + log p(z) of the model given h at another point of a node's
+    cell, at that node's q (no sweeps: q stays the node's)."""
+    from ppl.infer import build_problem
+    checked, analysis, log_prior = model_given
+    problem = build_problem(checked, dataset, analysis, spec)
+    with np.errstate(all="ignore"):
+        return float(problem.elbo(_warm(state)(problem, np.random.default_rng(0)))) + log_prior
 
 
 def _without(gaussian_block: str | None, name: str) -> str | None:
