@@ -39,8 +39,9 @@ class Model:
         return analyze(self.checked, dataset, methods, gaussian_block)
 
     def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None, na=None,
-                     gaussian_block: str | None = None) -> dict:
+                     gaussian_block: str | None = None, grid: str | None = None) -> dict:
         """The `ppl check --format json` document."""
+        from ppl.infer.grid import describe_grid
         from ppl.infer.schedule.plan import schedule_report
         from ppl.lang.schedule import parse_schedule
         dataset = self.bind(data, na=na) if data is not None else None
@@ -54,6 +55,9 @@ class Model:
         if dataset is not None:  # the schedule the run takes: with the defaults of its local block
             spec = _run_schedule(self.checked, dataset, analysis, spec)
         report["schedule"] = schedule_report(self.checked, analysis.scopes, spec, analysis.chains)
+        grid_q = describe_grid(self.checked, grid)
+        if grid_q is not None:
+            report["grid"] = grid_q
         return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002

@@ -39,6 +39,11 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"ppl {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
 
+    def grid_option(p):
+        p.add_argument("--grid", metavar="NAME[(nodes=21, sds=4)]",
+                       help="q a mixture over a grid of the scalar hyperparameter NAME, one fit of the rest per "
+                            "node (docs/rules/grid.md); overrides the model's @grid, `none` turns it off")
+
     def common(p, data_required=False):
         p.add_argument("model", help="the .vim model file")
         p.add_argument("data", nargs=None if data_required else "?", help="a CSV file with the data")
@@ -54,12 +59,14 @@ def parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="parse, check shapes and print the rule chosen for every factor")
     common(check)
+    grid_option(check)
     check.add_argument("--format", choices=("table", "json"), default="table")
     check.add_argument("--schedule", metavar="SCHEDULE", help="show the plan of this schedule, e.g. 'svi(batch=64)'")
     graph = sub.add_parser("graph", help="print the factor graph as Graphviz DOT")
     common(graph)
     infer = sub.add_parser("infer", help="fit the approximate posterior and print it with the ELBO")
     common(infer, data_required=True)
+    grid_option(infer)
     infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
     infer.add_argument("--tol", type=float, default=1e-6,
@@ -83,9 +90,6 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster whose scheduler is at ADDRESS "
                        "(DATA: a glob of CSV or Parquet files, or a folder of Parquet files; needs ppl[dask])")
     infer.add_argument("--workers", type=int, metavar="N", help="run on a Dask cluster of N processes on this machine")
-    infer.add_argument("--grid", metavar="NAME[(nodes=21, sds=4)]",
-                       help="q a mixture over a grid of the scalar hyperparameter NAME, one fit of the rest per "
-                            "node (docs/rules/grid.md); overrides the model's @grid, `none` turns it off")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
     infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
     infer.add_argument("--output", metavar="FILE",
@@ -150,7 +154,7 @@ def _check(args, constants) -> int:
     from ppl.report import check_report
     model = ppl.load(args.model, set=constants)
     report = model.check_report(args.data, dict(args.method), args.schedule, na=args.na,
-                                gaussian_block=args.gaussian_block)
+                                gaussian_block=args.gaussian_block, grid=args.grid)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:

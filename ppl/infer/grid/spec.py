@@ -107,6 +107,18 @@ class Conditional:
         return 0.5 * np.log(precision / (2 * np.pi)) - 0.5 * precision * (z - value["mean"]) ** 2
 
 
+def describe_grid(checked, option: str | None) -> dict | None:
+    """What `ppl check` says of the run's grid (checked as a run would: E760–E764), or None."""
+    spec = requested(checked, option)
+    if spec is None:
+        return None
+    given = conditional(checked, spec)
+    coordinate = f"log {spec.name}" if given.log_scale else spec.name
+    return {"variable": spec.name, "nodes": spec.nodes, "sds": spec.sds, "scale": "log" if given.log_scale else
+            "linear", "description": f"q a mixture over {spec.nodes} nodes in {coordinate} spanning ±{spec.sds:g} sds "
+            f"of a first run's q, one fit of the rest per node ({'--grid' if spec.span is None else '@grid'})"}
+
+
 def conditional(checked, spec: GridSpec) -> Conditional:
     """The model given h, after checking that h is a scalar latent drawn by one top-level
     statement from a Gamma or Normal with constant parameters (E760–E762)."""
