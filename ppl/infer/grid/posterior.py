@@ -108,15 +108,15 @@ def grid_posterior(model, first, first_run, given, fits: dict, width: float, neg
     values = np.exp(centres) if given.log_scale else centres
     coordinate = f"log {h}" if given.log_scale else h
     note = (f"grid over `{h}`: {len(kept)} nodes from {values.min():.4g} to {values.max():.4g}, cells "
-            f"{width:.3g} wide in {coordinate}; ELBO of the ordinary q {first.elbo:.6f}, of the best node "
-            f"{max(r.elbo for r in runs):.6f} given {h}")
+            f"{width:.3g} wide in {coordinate}; ELBO of the ordinary q {first.elbo:.6f}, of the best single "
+            f"cell {max(f.score for f in kept):.6f}")
     grid = {"variable": h, "scale": "log" if given.log_scale else "linear", "nodes": values.tolist(),
             "width": width, "weights": weights.tolist(), "node_elbo": [r.elbo for r in runs],
             "scores": [f.score for f in kept], "midpoint_scores": [f.midpoint for f in kept],
             "dropped": len(order) - len(kept),
             "ordinary_elbo": first.elbo}
     return GridPosterior(
-        marginals, elbo, list(first.trace), {}, first.iterations + sum(r.iterations for r in runs),
+        marginals, elbo, list(first.trace), {}, first.iterations + sum(fits[k].run.iterations for k in order),
         first.converged and all(r.converged for r in runs), seconds, mode.tags, mode.levels, 0,
         [*mode.notes, note], [], list(first.trace_se), {**mode.scopes, h: "global"}, mode.components,
         {**mode.dims, h: ()}, mode.coords, [], origin(model.checked, mode.dataset), {}, mode.observed,
