@@ -202,3 +202,17 @@ def test_predict_and_a_saved_grid_posterior_are_refused(normal, tmp_path):
 def test_grid_none_overrides_the_annotation():
     post = ppl.compile(NORMAL).infer({"y": np.array([0.5, 1.0, 2.0])}, grid="none")
     assert post["tau"].name == "Gamma" and not hasattr(post, "grid")
+
+
+def test_an_interrupted_grid_keeps_the_nodes_fitted_so_far(normal):
+    y, whole = normal
+    calls = []
+
+    def progress(sweep, elbo):
+        calls.append(sweep)
+        if len(calls) == 12:  # during the first nodes (the ordinary run takes a few sweeps)
+            raise KeyboardInterrupt
+
+    post = ppl.compile(NORMAL).infer({"y": y}, seed=0, progress=progress)
+    assert post.interrupted and post.status == "interrupted, not converged"
+    assert 1 <= len(post.grid["nodes"]) < len(whole.grid["nodes"])

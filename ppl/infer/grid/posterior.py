@@ -120,4 +120,4 @@ def grid_posterior(model, first, first_run, given, fits: dict, width: float, neg
         first.converged and all(r.converged for r in runs), seconds, mode.tags, mode.levels, 0,
         [*mode.notes, note], [], list(first.trace_se), {**mode.scopes, h: "global"}, mode.components,
         {**mode.dims, h: ()}, mode.coords, [], origin(model.checked, mode.dataset), {}, mode.observed,
-        mode.dataset, None, False, grid, nodes)
+        mode.dataset, None, any(f.run.interrupted for f in fits.values()), grid, nodes)

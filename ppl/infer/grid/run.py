@@ -4,9 +4,14 @@
    evenly spaced over ±`sds` sds of z under its q, `nodes` of them, cell width δ.
 2. Each node fits q_j(rest) with h fixed at h_j (the model given h, ppl.infer.grid.spec),
    warm-started from its neighbour's q, walking out from the centre.
-3. Its score is c_j = ELBO_j + log p(z_j) + log δ (ELBO_j: of the model given h_j); w ∝ e^c and
-   the ELBO is log Σ_j e^{c_j}. A walk stops where the weight falls below `NEGLIGIBLE` of the
-   largest, and goes on past ±sds (up to `REACH` × the span) while the edge still carries weight.
+3. Its score is its cell's ELBO term, c_j = E_{u_j}[ELBO_j(z) + log p(z)] + log δ (ELBO_j(z): of
+   the model given h = e^z, at q_j), the average over the cell by 3-point Gauss–Legendre;
+   w ∝ e^c and the ELBO is log Σ_j e^{c_j}. A walk stops where the weight falls below
+   `NEGLIGIBLE` of the largest, and goes on past ±sds (up to `REACH` × the span) while the edge
+   still carries weight.
+
+`progress` is called after every sweep of every run; a run stopped by it (Ctrl-C) ends the
+grid with the nodes fitted so far, marked interrupted.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ GAUSS = np.polynomial.legendre.leggauss(3)  # nodes in [−1, 1] (the middle one
 
 
 def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=None, gaussian_block=None,
-               progress=None, stream=False, client=None):
-    """The `GridPosterior` of `model` on `data` (what `Model.infer` returns with a grid)."""
+               progress=None, stream=False, client=None, warm: bool = True):
+    """The `GridPosterior` of `model` on `data` (what `Model.infer` returns with a grid); `warm`:
+    start each node from its neighbour's q (False: from the usual start, benchmarks/grid.py)."""
     from ppl.graph import analyze
     from ppl.infer.fitting import fit
     from ppl.infer.grid.posterior import Node, grid_posterior, mixable
@@ -41,6 +47,8 @@ def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=N
     dataset = model.bind(data, na=na)
     first, first_run = fit(model.checked, dataset, model.analyze(dataset, methods, gaussian_block), spec, options,
                            progress)
+    if first_run.interrupted:
+        return first
     centre, scale = _placement(first[grid.name], given.log_scale)
     half = (grid.nodes - 1) // 2 or 1
     width = grid.sds * scale / half
@@ -55,10 +63,11 @@ def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=N
         return checked, analyze(checked, dataset, methods, block), float(
             given.log_prior(Environment(checked, dataset), z))
 
-    def at(k: int, warm):
+    def at(k: int, previous):
         z = centre + k * width
         checked, analysis, log_prior = given_h(z)
-        posterior, result = fit(checked, dataset, analysis, spec, node_options, initial=_warm(warm))
+        posterior, result = fit(checked, dataset, analysis, spec, node_options, progress,
+                                initial=_carry(previous) if warm else None)
         # E over the cell of E_{q_k}[log p(y, rest, z)], by Gauss–Legendre in z; its midpoint is the fit's own
         values = [result.elbo + log_prior if x == 0 else _elbo_given(given_h(z + x * width / 2), dataset, spec,
                                                                      result.state)
@@ -70,9 +79,9 @@ def infer_grid(model, data, grid: GridSpec, spec, options, *, na=None, methods=N
     state = at(0, first_run.state)
     mixable(fits[0].posterior, model.checked)
     for step in (1, -1):
-        warm, k = state, step
-        while abs(k) <= REACH * half:
-            warm = at(k, warm)
+        previous, k = state, step
+        while abs(k) <= REACH * half and not any(f.run.interrupted for f in fits.values()):
+            previous = at(k, previous)
             best = max(f.score for f in fits.values())
             if fits[k].score < best + np.log(NEGLIGIBLE) or (abs(k) >= half and fits[k].score < best + np.log(EDGE)):
                 break
@@ -96,7 +105,7 @@ def _elbo_given(model_given, dataset, spec, state) -> float:
     checked, analysis, log_prior = model_given
     problem = build_problem(checked, dataset, analysis, spec)
     with np.errstate(all="ignore"):
-        return float(problem.elbo(_warm(state)(problem, np.random.default_rng(0)))) + log_prior
+        return float(problem.elbo(_carry(state)(problem, np.random.default_rng(0)))) + log_prior
 
 
 def _without(gaussian_block: str | None, name: str) -> str | None:
@@ -107,8 +116,9 @@ def _without(gaussian_block: str | None, name: str) -> str | None:
     return ",".join(kept) if kept else "none"
 
 
-def _warm(previous):
-    """`initial` for a node: the usual start, then the neighbour's λ wherever the variable is there."""
+def _carry(previous):
+    """`initial(problem, rng)` that takes the usual start, then `previous`'s λ wherever its variable is
+    there too (a node's warm start from its neighbour, and a node's q at another point of its cell)."""
     from ppl.infer.initialise import initialise
 
     def initial(problem, rng):
