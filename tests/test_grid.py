@@ -42,6 +42,23 @@ def test_the_weights_elbo_is_log_sum_exp_and_beats_every_node():
         assert np.sum(other * scores) - np.sum(other * np.log(other)) <= total + 1e-12
 
 
+@pytest.mark.parametrize("prior, log_scale, reference", [
+    ("Gamma(2.5, 1.5)", True, lambda z: stats.gamma(2.5, scale=1 / 1.5).logpdf(np.exp(z)) + z),  # + Jacobian
+    ("Normal(0.5, sd=2.0)", False, lambda z: stats.norm(0.5, 2.0).logpdf(z)),
+    ("Normal(0.5, var=4.0)", False, lambda z: stats.norm(0.5, 2.0).logpdf(z)),
+])
+def test_the_grid_coordinates_prior_density_is_the_statements(prior, log_scale, reference):
+    from ppl.infer.grid.spec import conditional, parse_option
+    from ppl.infer.plates import Environment
+    text = f"data y: real[N]\nh ~ {prior}\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1.0)\n"
+    model = ppl.compile(text)
+    given = conditional(model.checked, parse_option("h"))
+    z = np.array([-1.0, 0.3, 2.0])
+    environment = Environment(given.checked({}, 1.0), model.bind({"y": np.zeros(2)}))
+    assert given.log_scale == log_scale
+    assert np.allclose(given.log_prior(environment, z), reference(z), rtol=1e-12)
+
+
 @pytest.fixture(scope="module")
 def normal():
     y = np.random.default_rng(1).normal(0.7, 2.0, 12)

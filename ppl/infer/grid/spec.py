@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import special
 
 from ppl.diagnostics import ModelError, OptionError, Span
 from ppl.lang import ast
@@ -97,14 +96,14 @@ class Conditional:
 
     def log_prior(self, environment, z: np.ndarray) -> np.ndarray:
         """log density of the grid coordinate z (log h for a positive h: with the Jacobian h)."""
+        from ppl import families as fam
         dist, args = self.prior
         value = {role: float(environment.evaluate(expr, {})) for role, expr in args.items()}
         if dist == "Gamma":
-            a, b = value["shape"], value["rate"]
-            return a * np.log(b) - special.gammaln(a) + a * z - b * np.exp(z)
+            return fam.Gamma().log_density(np.exp(z), fam.Gamma().natural(**value)) + z
         precision = value["precision"] if "precision" in value else \
             1.0 / value["var"] if "var" in value else value["sd"] ** -2.0
-        return 0.5 * np.log(precision / (2 * np.pi)) - 0.5 * precision * (z - value["mean"]) ** 2
+        return fam.Normal().log_density(z, fam.Normal().natural(mean=value["mean"], precision=precision))
 
 
 def describe_grid(checked, option: str | None) -> dict | None:
