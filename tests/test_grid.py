@@ -201,6 +201,9 @@ def test_a_mixture_without_exact_quantiles_or_a_stochastic_run_is_refused():
     with pytest.raises(ppl.PplError) as error:
         ppl.compile(NORMAL).infer({"y": np.array([0.5, 1.0, 2.0])}, schedule="svi(batch=1)")
     assert error.value.code == "E763"
+    with pytest.raises(ppl.PplError) as error:
+        ppl.compile(NORMAL).infer(MODELS / "gaussian.csv", stream=True)
+    assert error.value.code == "E763" and "--stream" in error.value.message
 
 
 def test_predict_and_a_saved_grid_posterior_are_refused(normal, tmp_path):
