@@ -39,8 +39,9 @@ class Model:
         return analyze(self.checked, dataset, methods, gaussian_block)
 
     def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None, na=None,
-                     gaussian_block: str | None = None) -> dict:
+                     gaussian_block: str | None = None, grid: str | None = None) -> dict:
         """The `ppl check --format json` document."""
+        from ppl.infer.grid import describe_grid
         from ppl.infer.schedule.plan import schedule_report
         from ppl.lang.schedule import parse_schedule
         dataset = self.bind(data, na=na) if data is not None else None
@@ -54,13 +55,16 @@ class Model:
         if dataset is not None:  # the schedule the run takes: with the defaults of its local block
             spec = _run_schedule(self.checked, dataset, analysis, spec)
         report["schedule"] = schedule_report(self.checked, analysis.scopes, spec, analysis.chains)
+        grid_q = describe_grid(self.checked, grid)
+        if grid_q is not None:
+            report["grid"] = grid_q
         return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002
               restarts: int = 1, methods: dict | None = None, time_limit: float | None = None,
               progress=None, record_terms: bool = False, schedule: str | None = None, na=None,
               stream: bool = False, mean_tol: float = 1e-5, accelerate: bool | str | None = None,
-              gaussian_block: str | None = None, client=None):
+              gaussian_block: str | None = None, client=None, grid: str | None = None):
         """Fit q by message passing and return the `Posterior`.
 
         Parameters
@@ -121,13 +125,23 @@ class Model:
             a glob of CSV or Parquet files, a folder of Parquet files or a Dask DataFrame, each
             partition read and kept on a worker with its local variables; the posterior holds
             the global variables. A Dask DataFrame without `client` uses Dask's default client.
+        grid : str, optional
+            ``"tau"`` or ``"tau(nodes=21, sds=4)"``: q is a mixture over a grid of values of the
+            scalar hyperparameter `tau`, one fit of the rest per node (docs/rules/grid.md);
+            overrides the model's ``@grid`` annotation, ``"none"`` turns it off.
         """
-        from ppl.infer import Options, build_problem, run
-        from ppl.infer.posterior import build_posterior
+        from ppl.infer import Options
+        from ppl.infer.fitting import fit
         from ppl.lang.schedule import parse_schedule
-        from ppl.infer.state import NumericalBreakdown
         model = self.with_constants(**set) if set else self
         spec = parse_schedule(schedule) if schedule else model.checked.schedule
+        options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
+                          record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
+        from ppl.infer.grid import infer_grid, requested
+        chosen = requested(model.checked, grid)
+        if chosen is not None:
+            return infer_grid(model, data, chosen, spec, options, na=na, methods=methods,
+                              gaussian_block=gaussian_block, progress=progress, stream=stream, client=client)
         cluster = _cluster(model.checked, data, spec, na, client, stream)
         source = _stream(model.checked, data, spec, na) if stream else None
         try:
@@ -138,18 +152,7 @@ class Model:
             else:
                 dataset = model.bind(data, na=na)
             analysis = model.analyze(dataset, methods, gaussian_block)
-            problem = build_problem(model.checked, dataset, analysis, spec)
-            options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
-                              record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
-            with np.errstate(all="ignore"):  # overflow is detected (a non-finite ELBO names its factor), not warned
-                try:
-                    return build_posterior(problem, run(problem, options, progress, source, cluster=cluster),
-                                           analysis)
-                except NumericalBreakdown as exc:
-                    raise ModelError("E502", f"q({exc.name}) broke down numerically: {exc.detail}",
-                                     span=_variable_span(model.checked, exc.name),
-                                     hint="a constant or data value far outside the prior's scale (near 1e300, or a "
-                                          "precision of 1e8 next to one of 1) overflows; rescale it") from None
+            return fit(model.checked, dataset, analysis, spec, options, progress, source, cluster)[0]
         finally:
             for opened in (source, cluster):
                 if opened is not None:
@@ -208,12 +211,6 @@ def _cluster(model, data, spec, na, client, stream: bool):
     analysis = analyze(model)
     plan = plan_for(model, analysis.scopes, latent, spec.span if spec else None, analysis.chains)
     return ClusterSource(client, model, data, plan.group_column, na)
-
-
-def _variable_span(checked, name: str):
-    """Where variable `name` is drawn; for a @joint group's q, named `(mu, Lambda)`, its first."""
-    from ppl.infer.factors.joint import key_variable
-    return checked.variables[key_variable(name)].span
 
 
 def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model:  # noqa: A001

@@ -39,6 +39,11 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"ppl {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
 
+    def grid_option(p):
+        p.add_argument("--grid", metavar="NAME[(nodes=21, sds=4)]",
+                       help="q a mixture over a grid of the scalar hyperparameter NAME, one fit of the rest per "
+                            "node (docs/rules/grid.md); overrides the model's @grid, `none` turns it off")
+
     def common(p, data_required=False):
         p.add_argument("model", help="the .vim model file")
         p.add_argument("data", nargs=None if data_required else "?", help="a CSV file with the data")
@@ -54,12 +59,14 @@ def parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="parse, check shapes and print the rule chosen for every factor")
     common(check)
+    grid_option(check)
     check.add_argument("--format", choices=("table", "json"), default="table")
     check.add_argument("--schedule", metavar="SCHEDULE", help="show the plan of this schedule, e.g. 'svi(batch=64)'")
     graph = sub.add_parser("graph", help="print the factor graph as Graphviz DOT")
     common(graph)
     infer = sub.add_parser("infer", help="fit the approximate posterior and print it with the ELBO")
     common(infer, data_required=True)
+    grid_option(infer)
     infer.add_argument("--seed", type=int, default=None, help="seed of every random choice")
     infer.add_argument("--max-iter", type=int, default=500, help="sweeps at most (default 500)")
     infer.add_argument("--tol", type=float, default=1e-6,
@@ -147,7 +154,7 @@ def _check(args, constants) -> int:
     from ppl.report import check_report
     model = ppl.load(args.model, set=constants)
     report = model.check_report(args.data, dict(args.method), args.schedule, na=args.na,
-                                gaussian_block=args.gaussian_block)
+                                gaussian_block=args.gaussian_block, grid=args.grid)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -186,7 +193,7 @@ def _infer(args, constants) -> int:
                                     restarts=args.restarts, methods=dict(args.method), time_limit=args.time_limit,
                                     progress=stop, record_terms=args.trace_terms, schedule=args.schedule, na=args.na,
                                     stream=args.stream, mean_tol=args.mean_tol, accelerate=_accelerate(args),
-                                    gaussian_block=args.gaussian_block, client=client)
+                                    gaussian_block=args.gaussian_block, client=client, grid=args.grid)
     finally:
         if progress is not None:
             progress.close()
@@ -224,6 +231,8 @@ def _run_record(args, constants) -> dict:
                "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws}
     if args.gaussian_block is not None:
         options["gaussian_block"] = args.gaussian_block
+    if args.grid is not None:
+        options["grid"] = args.grid
     return {"ppl": __version__, "seed": args.seed, "options": options,
             "inputs": {"model": args.model, "data": args.data}}
 

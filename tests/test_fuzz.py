@@ -377,7 +377,7 @@ def test_same_draws_solve_with_coinciding_draws_is_least_squares():
 def test_breakdown_of_a_joint_group_is_located_at_its_mean(tmp_path):
     """Found by (d): the E502 of a @joint Normal–Wishart q, whose state is named `(mu, Lambda)`,
     looked that name up among the variables (KeyError)."""
-    from ppl.api import _variable_span
+    from ppl.infer.fitting import variable_span as _variable_span
     checked = ppl.compile(MIXTURE).checked
     assert _variable_span(checked, "(mu, Lambda)") == checked.variables["mu"].span
 

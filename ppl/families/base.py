@@ -79,6 +79,20 @@ class Marginal:
             return special.betaincinv(a, b, q)
         raise ValueError(self.kind)
 
+    def cdf(self, x) -> np.ndarray:
+        """P(X ≤ x), elementwise (a grid's mixture finds its quantiles by bisection on it)."""
+        from scipy import special
+        if self.kind == "normal":
+            loc, scale = self.params
+            return special.ndtr((x - loc) / scale)
+        if self.kind == "gamma":
+            shape, rate = self.params
+            return special.gammainc(shape, np.maximum(x, 0.0) * rate)
+        if self.kind == "beta":
+            a, b = self.params
+            return special.betainc(a, b, np.clip(x, 0.0, 1.0))
+        raise ValueError(self.kind)
+
 
 def require_count(owner: str, field: str, value, minimum: int) -> None:
     """Structural sizes (k categories, dim dimensions) are integers of at least `minimum`."""

@@ -197,7 +197,7 @@ def _requested(factor: Factor, methods: dict):
     if factor.name in methods:
         return methods[factor.name], {}, None, "--method"
     for note in factor.annotations:
-        if note.rule in ("joint", "sequences"):  # choices of q, not message rules
+        if note.rule in ("joint", "sequences", "grid"):  # choices of q, not message rules
             continue
         options = {k: (v.value if isinstance(v, ast.Number) else v.id) for k, v in note.options}
         return rule_name(note.rule), options, note.span, "annotation"

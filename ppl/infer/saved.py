@@ -29,6 +29,9 @@ def document(posterior) -> dict:
     from ppl.infer.selection import chosen
     shown = set(chosen(posterior))  # priors of the variables a plot shows by default
     doc = posterior.to_json()
+    if "grid" in doc:  # a mixture over a grid's nodes: its summary and grid, no q to rebuild it from
+        from ppl.infer.grid.posterior import FORMAT as GRID
+        return {**doc, "format": GRID, "origin": posterior.origin}
     doc["format"] = FORMAT
     doc["q"] = {
         "order": list(posterior.marginals),
@@ -60,6 +63,10 @@ def load(path, model=None):
             from None
     except json.JSONDecodeError as exc:
         raise OptionError("E341", f"{path}:{exc.lineno}:{exc.colno}: not a JSON file ({exc.msg})") from None
+    from ppl.infer.grid.posterior import FORMAT as GRID
+    if isinstance(doc, dict) and doc.get("format") == GRID:
+        raise OptionError("E765", f"{path} holds a grid posterior's summary (a mixture over the nodes of a grid), "
+                          "not a q to load", hint="predict, score and plot take a fit without a grid (--grid none)")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or "q" not in doc:
         raise OptionError("E342", f"{path} is not a posterior saved by ppl (no `format: {FORMAT}`)",
                           hint="write one with `ppl infer MODEL DATA --output post.json` or `Posterior.save`")

@@ -23,6 +23,9 @@ RULES: dict[str, tuple[str, frozenset]] = {
     # Not a rule either: on a discrete chain's transition, `by=seq` names the data column whose
     # changes restart the chain (several sequences in one table; ppl.graph.chain).
     "sequences": ("sequences", frozenset({"by"})),
+    # Not a rule: on a scalar hyperparameter's own statement, q becomes a mixture over a grid of
+    # its values, one fit of the rest per node (ppl.infer.grid, docs/rules/grid.md).
+    "grid": ("grid", frozenset({"nodes", "sds"})),
 }
 
 # options whose value is a word (`kind=quadratic`); every other option takes a number

@@ -48,6 +48,8 @@ def check_report(report: dict, title: str) -> str:
     for block in report.get("gaussian_blocks", []):
         layout = block.get("layout", f"one joint Gaussian q ({block['reason']}; its size is known with the data)")
         parts.extend(["", f"Gaussian block: {', '.join(block['variables'])} — {layout}"])
+    if report.get("grid"):
+        parts.extend(["", f"grid: {report['grid']['variable']} — {report['grid']['description']}"])
     for block in report.get("blocks", []):
         parts.extend(["", f"local block: {', '.join(block['variables'])} — {block['reason']}"])
     schedule = report.get("schedule")

@@ -1,0 +1,123 @@
+"""The posterior of a grid run: mixtures over the nodes' posteriors, drawn jointly.
+
+A `GridPosterior` is a `Posterior` whose marginals are the grid's (ppl.infer.grid.mixture) and
+whose draws pick a node by its weight, h in that node's cell and the rest from that node's q,
+so that draws keep the dependence of the rest on h. Its summary, report, CSV and ArviZ export
+are a `Posterior`'s; its JSON file holds the summary and the grid but not the nodes' q, so it is
+not loaded back, and `predict`, `score` and `plot` refuse it (E765).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ppl.diagnostics import ModelError, OptionError
+from ppl.infer import selection
+from ppl.infer.grid.mixture import CellMarginal, mixture, mixture_elbo
+from ppl.infer.posterior import Posterior, origin
+
+FORMAT = "ppl-grid-posterior/1"  # a saved grid posterior: summary and grid, no q
+
+
+class Node(NamedTuple):
+    """One node's fit: its coordinate z, its cell's score c (the cell's ELBO term: E over the
+    cell of the node's ELBO given h, plus log p(z) and log δ), its posterior and run, and the
+    score at the cell's midpoint alone."""
+
+    z: float
+    score: float
+    posterior: Posterior
+    run: object
+    midpoint: float
+
+
+@dataclass(repr=False)
+class GridPosterior(Posterior):
+    """A `Posterior` of a grid over `grid["variable"]`; `nodes`: the kept nodes' posteriors."""
+
+    grid: dict = field(default_factory=dict)
+    nodes: list = field(default_factory=list, compare=False)
+
+    def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
+        names = list(self.marginals) if vars is None else selection.chosen(self, vars)
+        h = self.grid["variable"]
+        rng = np.random.default_rng(seed)
+        cell = self.marginals[h]
+        node = rng.choice(len(self.nodes), size=n, p=cell.weights)
+        out = {h: cell.at(node, rng)} if h in names else {}
+        rest = [name for name in names if name != h]
+        for j in np.unique(node) if rest else ():
+            at = np.flatnonzero(node == j)
+            for name, values in self.nodes[j].draws(len(at), rng, rest).items():
+                if name not in out:
+                    out[name] = np.empty((n,) + values.shape[1:], dtype=values.dtype)
+                out[name][at] = values
+        return {name: out[name] for name in names}
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "grid": self.grid}
+
+    def predict(self, *args, **kwargs):
+        raise _refused("predict")
+
+    def score(self, *args, **kwargs):
+        raise _refused("score")
+
+    def plot(self, *args, **kwargs):
+        raise _refused("plot")
+
+
+def _refused(what: str) -> OptionError:
+    return OptionError("E765", f"{what} on a grid posterior: it is a mixture of the nodes' fits, which {what} "
+                       "does not take", hint="fit without the grid (--grid none) for this")
+
+
+def mixable(posterior, checked) -> None:
+    """Refuse (E763, at the variable) a node posterior whose marginals a mixture cannot summarise
+    exactly (a Student-t of a `@joint` group, a Wishart, an imputed count)."""
+    for name, marginal in posterior.marginals.items():
+        if mixture([marginal], np.ones(1)) is None:
+            raise ModelError("E763", f"a grid mixes the nodes' q of `{name}` ({marginal.name}), whose mixture "
+                             "has no exact quantiles here", span=checked.variables[name].span,
+                             hint="grids run over models whose other marginals are Normal, Gamma, Beta, "
+                                  "Dirichlet, log-normal or Categorical")
+
+
+def grid_posterior(model, first, first_run, given, fits: dict, width: float, negligible: float,
+                   seconds: float) -> GridPosterior:
+    """The posterior of the nodes `fits` ({k: Node}) kept by weight."""
+    h = given.name
+    order = sorted(fits)
+    best = max(fits[k].score for k in order)
+    kept = [fits[k] for k in order if fits[k].score >= best + np.log(negligible)]
+    elbo, weights = mixture_elbo([f.score for f in kept])
+    nodes = [f.posterior for f in kept]
+    centres = np.array([f.z for f in kept])
+    cell = CellMarginal(centres, width, weights, given.log_scale)
+    mode = nodes[int(np.argmax(weights))]
+    marginals = {}
+    for name in model.checked.variables:
+        if name == h:
+            marginals[name] = cell
+        elif name in mode.marginals:
+            marginals[name] = mixture([p.marginals[name] for p in nodes], weights)
+    runs = [f.run for f in kept]
+    values = np.exp(centres) if given.log_scale else centres
+    coordinate = f"log {h}" if given.log_scale else h
+    note = (f"grid over `{h}`: {len(kept)} nodes from {values.min():.4g} to {values.max():.4g}, cells "
+            f"{width:.3g} wide in {coordinate}; ELBO of the ordinary q {first.elbo:.6f}, of the best single "
+            f"cell {max(f.score for f in kept):.6f}")
+    grid = {"variable": h, "scale": "log" if given.log_scale else "linear", "nodes": values.tolist(),
+            "width": width, "weights": weights.tolist(), "node_elbo": [r.elbo for r in runs],
+            "scores": [f.score for f in kept], "midpoint_scores": [f.midpoint for f in kept],
+            "dropped": len(order) - len(kept),
+            "ordinary_elbo": first.elbo}
+    return GridPosterior(
+        marginals, elbo, list(first.trace), {}, first.iterations + sum(fits[k].run.iterations for k in order),
+        first.converged and all(r.converged for r in runs), seconds, mode.tags, mode.levels, 0,
+        [*mode.notes, note], [], list(first.trace_se), {**mode.scopes, h: "global"}, mode.components,
+        {**mode.dims, h: ()}, mode.coords, [], origin(model.checked, mode.dataset), {}, mode.observed,
+        mode.dataset, None, any(f.run.interrupted for f in fits.values()), grid, nodes)
