@@ -19,6 +19,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 
+def one_xla_thread() -> None:
+    """One thread for JAX's CPU backend too (NumPyro's peers); call it before importing jax."""
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:

@@ -143,21 +143,30 @@ def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL):
 
 
 def fit_sklearn(train, method, seed=SEED):
+    return sklearn_model(train, method, seed).components_
+
+
+def sklearn_model(train, method, seed=SEED, iterations=None):
+    """scikit-learn's fit: 50 batch iterations or 20 online passes unless `iterations` says."""
     from sklearn.decomposition import LatentDirichletAllocation
-    model = LatentDirichletAllocation(n_components=K, doc_topic_prior=ALPHA, topic_word_prior=ETA,
-                                      learning_method=method, max_iter=50 if method == "batch" else 20,
+    model = LatentDirichletAllocation(n_components=K, doc_topic_prior=ALPHA, topic_word_prior=ETA, learning_method=method,
+                                      max_iter=iterations or (50 if method == "batch" else 20),
                                       batch_size=32, random_state=seed, evaluate_every=-1)
-    model.fit(train)
-    return model.components_
+    return model.fit(train)
 
 
 def fit_gensim(train, seed=SEED):
+    return gensim_model(train, seed)[0].get_topics()
+
+
+def gensim_model(train, seed=SEED, passes=20):
+    """gensim's fit and the corpus it was given (its bag-of-words lists, built on the clock)."""
     from gensim.models import LdaModel
     doc, word = np.nonzero(train)
     corpus_ = [[(int(w), int(train[i, w])) for w in word[doc == i]] for i in range(len(train))]
     model = LdaModel(corpus_, num_topics=K, id2word={i: str(i) for i in range(train.shape[1])}, alpha=[ALPHA] * K,
-                     eta=ETA, passes=20, iterations=100, chunksize=len(corpus_), random_state=seed)
-    return model.get_topics()
+                     eta=ETA, passes=passes, iterations=100, chunksize=len(corpus_), random_state=seed)
+    return model, corpus_
 
 
 def run(only: set | None):

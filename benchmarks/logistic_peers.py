@@ -12,10 +12,11 @@ A missing package gives None (the table says "not installed").
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
+
+from benchmarks._report import one_xla_thread
 
 CHUNK = 200
 
@@ -34,7 +35,7 @@ def run_sklearn(train):
 
 def run_numpyro(train, target, budget, score):
     """NumPyro SVI with a full-rank Gaussian guide; None when NumPyro is not installed."""
-    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    one_xla_thread()
     try:
         import jax
         import jax.numpy as jnp
