@@ -11,6 +11,7 @@ the best q(z) (Jensen), so a peer reaching ppl's ELBO L* means a q(π, μ, Λ) a
 
 from __future__ import annotations
 
+import abc
 import time
 
 import numpy as np
@@ -19,29 +20,34 @@ ELBO_DRAWS, ELBO_BATCHES = 1000, 10  # draws of q for the ELBO estimate at a che
 LEARNING_RATE = 0.01  # Adam's step, every peer (gmm_pymc's docstring: how it was chosen)
 
 
-class GradientPeer:
-    """A peer's fit; subclasses set `compile_seconds` and define `reset`, `steps`, `state`,
-    `load` and `batch_elbo` (one estimate from ELBO_DRAWS / ELBO_BATCHES draws at q)."""
+class GradientPeer(abc.ABC):
+    """A peer's fit; subclasses set `compile_seconds` and define the abstract methods."""
 
     name, step_name, compile_seconds = "", "", 0.0
 
+    @abc.abstractmethod
     def reset(self) -> None:
-        raise NotImplementedError
+        """Start q afresh, at the peer's own initialisation."""
 
+    @abc.abstractmethod
     def steps(self, m: int) -> None:
-        raise NotImplementedError
+        """Take `m` optimiser steps."""
 
+    @abc.abstractmethod
     def state(self):
-        raise NotImplementedError
+        """A copy of q's parameters and the optimiser's state."""
 
+    @abc.abstractmethod
     def load(self, state) -> None:
-        raise NotImplementedError
+        """Put q back at a `state`."""
 
+    @abc.abstractmethod
     def batch_elbo(self) -> float:
-        raise NotImplementedError
+        """One ELBO estimate from ELBO_DRAWS / ELBO_BATCHES draws of q."""
 
+    @abc.abstractmethod
     def has_nan(self, state) -> bool:
-        raise NotImplementedError
+        """Whether `state` holds a NaN parameter."""
 
     def elbo(self, state) -> tuple[float, float]:
         """(ELBO estimate, its standard error) of q at `state` from ELBO_DRAWS draws in
