@@ -132,12 +132,12 @@ class Model:
         """
         from ppl.infer import Options
         from ppl.infer.fitting import fit
+        from ppl.infer.grid import infer_grid, requested
         from ppl.lang.schedule import parse_schedule
         model = self.with_constants(**set) if set else self
         spec = parse_schedule(schedule) if schedule else model.checked.schedule
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
                           record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
-        from ppl.infer.grid import infer_grid, requested
         chosen = requested(model.checked, grid)
         if chosen is not None:
             return infer_grid(model, data, chosen, spec, options, na=na, methods=methods,

@@ -118,6 +118,15 @@ class GaussianFactor(FactorRuntime):
 JITTERS = (1e-6, 1e-5, 1e-4, 1e-3)  # of the mean variance, tried in turn by `covariance_to_precision`
 
 
+def to_precision(value, role: str):
+    """The precision a constant given as `role` (`precision`, `sd`, `var` or `cov`) stands for."""
+    if role == "sd":
+        return 1.0 / value ** 2
+    if role == "var":
+        return 1.0 / value
+    return covariance_to_precision(value) if role == "cov" else value
+
+
 def covariance_to_precision(cov: np.ndarray) -> np.ndarray:
     """Σ⁻¹ through a Cholesky factor of Σ + jitter·I, jitter = 1e-6 of the mean variance (raised
     by factors of 10 up to 1e-3 if needed), as GP libraries do: a kernel matrix of close inputs
@@ -166,13 +175,7 @@ class _Precision:
             if self.diagonal is not None:  # D numbers: the D × D matrix only if a caller asks for it
                 self.logdet = np.broadcast_to(np.sum(np.log(self.diagonal)), owner.builder.shape())
                 return
-            value = owner.data(expr)
-            if role == "sd":
-                value = 1.0 / value ** 2
-            elif role == "var":
-                value = 1.0 / value
-            elif role == "cov":
-                value = covariance_to_precision(value)
+            value = to_precision(owner.data(expr), role)
             event = (dim, dim) if dim else ()
             self._value = np.broadcast_to(value, owner.builder.shape() + event)
             if dim and np.ndim(value) == 2:

@@ -97,13 +97,14 @@ class Conditional:
     def log_prior(self, environment, z: np.ndarray) -> np.ndarray:
         """log density of the grid coordinate z (log h for a positive h: with the Jacobian h)."""
         from ppl import families as fam
+        from ppl.infer.factors.gaussian import to_precision
         dist, args = self.prior
         value = {role: float(environment.evaluate(expr, {})) for role, expr in args.items()}
         if dist == "Gamma":
             return fam.Gamma().log_density(np.exp(z), fam.Gamma().natural(**value)) + z
-        precision = value["precision"] if "precision" in value else \
-            1.0 / value["var"] if "var" in value else value["sd"] ** -2.0
-        return fam.Normal().log_density(z, fam.Normal().natural(mean=value["mean"], precision=precision))
+        role = next(r for r in ("precision", "sd", "var") if r in value)
+        return fam.Normal().log_density(z, fam.Normal().natural(mean=value["mean"],
+                                                                precision=to_precision(value[role], role)))
 
 
 def describe_grid(checked, option: str | None) -> dict | None:
