@@ -117,7 +117,8 @@ def grid_posterior(model, first, first_run, given, fits: dict, width: float, neg
             "ordinary_elbo": first.elbo}
     return GridPosterior(
         marginals, elbo, list(first.trace), {}, first.iterations + sum(fits[k].run.iterations for k in order),
-        first.converged and all(r.converged for r in runs), seconds, mode.tags, mode.levels, 0,
-        [*mode.notes, note], [], list(first.trace_se), {**mode.scopes, h: "global"}, mode.components,
-        {**mode.dims, h: ()}, mode.coords, [], origin(model.checked, mode.dataset), {}, mode.observed,
-        mode.dataset, None, any(f.run.interrupted for f in fits.values()), grid, nodes)
+        first.converged and all(r.converged for r in runs), seconds, tags=mode.tags, levels=mode.levels,
+        notes=[*mode.notes, note], trace_se=list(first.trace_se), scopes={**mode.scopes, h: "global"},
+        components=mode.components, dims={**mode.dims, h: ()}, coords=mode.coords,
+        origin=origin(model.checked, mode.dataset), observed=mode.observed, dataset=mode.dataset,
+        interrupted=any(f.run.interrupted for f in fits.values()), grid=grid, nodes=nodes)
