@@ -7,6 +7,11 @@ with `--grid tau_b`: nodes kept, sweeps (the ordinary run's and every node's), w
 ELBO; and the grid with every node started cold (the usual initialisation) instead of from its
 neighbour's q. Best of --repeat.
 
+A second section (`--part predict`) times what comes after the fit, without and with the grid:
+`predict` of every row with its response empty (the first 30 rows moved to a new site),
+`score` of every row, `save` and `Posterior.load` of the JSON file, and the file's size. A grid
+posterior folds the new rows in once per node.
+
 One BLAS thread; timings are noisy on a shared machine (other jobs ran beside this one).
 `--no-write` prints the section without writing docs/benchmarks.md.
 """
@@ -26,22 +31,29 @@ import numpy as np  # noqa: E402
 from benchmarks.gaussian_block import synthetic  # noqa: E402
 
 SECTION = "## Grids over a hyperparameter"
+PREDICT = "## Grids: predicting, scoring, saving"
 DOC = ROOT / "docs" / "benchmarks.md"
+
+
+def best(repeat: int, run) -> tuple:
+    """(result of `run()`, its best seconds over `repeat` calls)."""
+    out, seconds = None, np.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = run()
+        seconds = min(seconds, time.perf_counter() - start)
+    return out, seconds
 
 
 def timed(model, data, repeat: int, grid: str | None, warm: bool = True):
     """(posterior, best seconds) of `--gaussian-block all`, with a grid over `grid` if given."""
     from ppl.infer import Options
     from ppl.infer.grid import infer_grid, parse_option
-    post, seconds = None, np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        if grid is None:
-            post = model.infer(data, seed=0, gaussian_block="all")
-        else:  # what Model.infer runs with grid=..., with the warm start switched as asked
-            post = infer_grid(model, data, parse_option(grid), None, Options(seed=0), gaussian_block="all", warm=warm)
-        seconds = min(seconds, time.perf_counter() - start)
-    return post, seconds
+    if grid is None:
+        return best(repeat, lambda: model.infer(data, seed=0, gaussian_block="all"))
+    # what Model.infer runs with grid=..., with the warm start switched as asked
+    return best(repeat, lambda: infer_grid(model, data, parse_option(grid), None, Options(seed=0),
+                                           gaussian_block="all", warm=warm))
 
 
 def rows(sizes, repeat):
@@ -61,6 +73,45 @@ def rows(sizes, repeat):
     return out
 
 
+def predict_rows(sizes, repeat, folder: Path):
+    import pandas as pd
+    import ppl
+    model = ppl.load(ROOT / "models" / "hierarchical_logistic.vim")
+    out = []
+    for groups in sizes:
+        data = pd.read_csv(ROOT / "models" / "hierarchical_logistic.csv") if groups is None else \
+            pd.DataFrame(synthetic(groups))
+        new = data.assign(y=np.nan, site=np.where(np.arange(len(data)) < 30, "new", data["site"]))
+        label = "6 (the tutorial's)" if groups is None else str(groups)
+        for name, grid in (("block", None), ("block + grid over τ_b", "tau_b")):
+            post = model.infer(data, seed=0, gaussian_block="all", grid=grid)
+            path = folder / f"post_{groups}_{grid}.json"
+            _, predict = best(repeat, lambda: post.predict(new))
+            _, score = best(repeat, lambda: post.score(data))
+            _, save = best(repeat, lambda: post.save(path))
+            _, load = best(repeat, lambda: ppl.Posterior.load(path))
+            parts = len(post.parts)
+            out.append((label, len(data), name, parts, predict, score, save, load, path.stat().st_size / 1024))
+            print(f"G = {label} {name}: {parts} parts, predict {predict:.2f} s, score {score:.2f} s, "
+                  f"save {save:.2f} s, load {load:.2f} s, {out[-1][-1]:.0f} KB", flush=True)
+    return out
+
+
+def render_predict(table, command) -> str:
+    lines = [PREDICT, "", f"`{command}` on {machine()}; one BLAS thread, best of the repeats. Timings are "
+             "noisy: other jobs shared the machine.", "",
+             "After the fits of the section above: `predict` of every row with its response empty (the first "
+             "30 rows at a new site), `score` of every row, `save` and `Posterior.load` of the JSON file. A grid "
+             "posterior has one part per node, each folded in with the model given its τ_b; its file holds "
+             "every node's q ([rules/grid.md](rules/grid.md#saving-predicting-plotting)).", "",
+             "| G | rows | q | parts | predict s | score s | save s | load s | file KB |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for label, rows_, name, parts, predict, score, save, load, size in table:
+        lines.append(f"| {label} | {rows_} | {name} | {parts} | {predict:.2f} | {score:.2f} | {save:.2f} | "
+                     f"{load:.2f} | {size:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def render(table, command) -> str:
     lines = [SECTION, "", f"`{command}` on {machine()}; one BLAS thread, best of the repeats. Timings are "
              "noisy: other jobs shared the machine.", "",
@@ -75,13 +126,22 @@ def render(table, command) -> str:
 
 
 def main(argv=None) -> int:
+    import tempfile
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--part", choices=("all", "fit", "predict"), default="all")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    table = rows((None, 50, 200), args.repeat)
     command = "python3 benchmarks/grid.py" + (f" --repeat {args.repeat}" if args.repeat != 3 else "")
-    publish([(render(table, command), SECTION)], DOC, write=not args.no_write)
+    sections = []
+    if args.part in ("all", "fit"):
+        sections.append((render(rows((None, 50, 200), args.repeat), command), SECTION))
+    if args.part in ("all", "predict"):
+        with tempfile.TemporaryDirectory() as folder:
+            table = predict_rows((None, 50), args.repeat, Path(folder))
+        sections.append((render_predict(table, command + (" --part predict" if args.part == "predict" else "")),
+                         PREDICT))
+    publish(sections, DOC, write=not args.no_write)
     return 0
 
 

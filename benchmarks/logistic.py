@@ -63,13 +63,18 @@ SWEEPS_TEXT = [
     "for runs of exactly M1 and M2 plain sweeps (ppl through `Model.infer`, SQUAREM off; the floor without its",
     "stopping rule), so set-up cancels; set-up is T(M1) − M1 × the time per sweep (ppl: binding the data,",
     "building the factor graph, the first ELBO, the posterior; the floor: XXᵀ when D > N). Each T is the least",
-    "CPU time over at least 3 interleaved rounds. The floor stops when a sweep moves its ELBO by at most 1e-6",
+    "CPU time over at least 3 interleaved rounds (a run under 50 ms: over the calls that fill 50 ms of CPU in",
+    "each round). The floor stops when a sweep moves its ELBO by at most 1e-6",
     "nats; ppl stops at a fixed point of the ELBO and of the means, which takes a few more sweeps to confirm, so",
     "both are also timed to the floor's final ELBO (ppl with its defaults and `max_iter` at the first sweep",
     "that reaches it). A whole fit (the first table) also pays for the sweep that confirms the means (covtype:",
     "the ELBO test passes after sweep 6, where the floor stops, and the largest mean change, 6e-5 sd, passes",
     "1e-5 after sweep 7). SQUAREM proposes no step there: the sweeps contract at ρ ≈ 0.04, and a sweep from an",
-    "extrapolated point would pay one more quadrature pass over every row (docs/rules/vmp.md#acceleration-squarem)."]
+    "extrapolated point would pay one more quadrature pass over every row (docs/rules/vmp.md#acceleration-squarem).",
+    "When D > N the whole fit takes milliseconds and set-up decides the whole-fit ratio: ppl's is Python",
+    "construction more than arithmetic (binding the data 0.07 ms, building the factors 0.2 ms, initialising q, the",
+    "first ELBO and the posterior; about 1 ms of the 1.6 ms a one-sweep run takes), against the floor's one",
+    "product XXᵀ (0.13–0.17 ms, the same product ppl forms once per run as X P₀⁻¹ Xᵀ)."]
 RULES = {"ncvmp": "ncvmp", "jaakkola": "bound:jaakkola", "cvi": "cvi"}
 REACH = 0.1  # nats below ppl ncvmp's ELBO that count as reaching it
 
@@ -98,10 +103,15 @@ def log_loss(x, y, mean, cov):
 
 
 def clocked(fn):
-    """(fn(), wall seconds, CPU seconds of this process, every thread)."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - wall, time.process_time() - cpu
+    """(fn(), wall seconds, CPU seconds of this process, every thread) of the call with the least CPU
+    time among as many calls as fill `sweeps.SHORT` seconds of CPU (one call for a longer run)."""
+    best, spent = None, 0.0
+    while spent < sweeps.SHORT:
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = fn()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        best, spent = best if best is not None and best[2] <= cpu else (out, wall, cpu), spent + cpu
+    return best
 
 
 def run_ppl(train, rule):
@@ -244,7 +254,8 @@ def main(argv=None) -> int:
             "estimate, with no q and no ELBO to compare. NumPyro and PyMC run until their q's exact ELBO (checked",
             f"every 200 steps, off the clock) is within {REACH} nats of ppl ncvmp's, or for the budget. Contenders",
             f"run interleaved, {args.repeat} rounds in rotated order; each row is the contender's round with the least",
-            "CPU time (user + system, all threads), with that round's wall time. One BLAS thread for every contender.",
+            "CPU time (user + system, all threads; a run under 50 ms is called until 50 ms of CPU are spent and its",
+            "least taken), with that run's wall time. One BLAS thread for every contender.",
             f"The machine was shared with other jobs: load average {', '.join(f'{v:.1f}' for v in load)} (start, after",
             "each problem) on 2 cores, so wall times are noisy and CPU times are the measure.",
             *(["The NumPyro and PyMC rows and their INFO lines are from the page's earlier full run (this one",

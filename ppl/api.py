@@ -10,6 +10,9 @@ from ppl.diagnostics import ModelError
 from ppl.lang import CheckedModel, check, parse
 
 
+ANALYSES = 8  # analyses a `Model` keeps (by data kind and options)
+
+
 class Model:
     """A checked model. Cheap to make; `with_constants` re-checks with overrides (`--set`)."""
 
@@ -17,6 +20,7 @@ class Model:
         self.text = text
         self.name = name
         self.checked: CheckedModel = check(parse(text, name), constants)
+        self._analyses: dict = {}  # `analyze`'s answers by what they depend on, the last ANALYSES
 
     def with_constants(self, **constants) -> "Model":
         """A copy of this model with constants overridden, checked again."""
@@ -34,9 +38,17 @@ class Model:
         return build(self.checked, dataset)
 
     def analyze(self, dataset=None, methods: dict | None = None, gaussian_block: str | None = None):
-        """The rule, with its reason, for every (factor, latent variable) edge."""
+        """The rule, with its reason, for every (factor, latent variable) edge. Kept per model: the
+        analysis reads of the data only which responses have missing cells (`dataset.masks`), so a
+        refit on new data of the same kind does not redo it (an `Analysis` is immutable)."""
         from ppl.graph import analyze
-        return analyze(self.checked, dataset, methods, gaussian_block)
+        key = (frozenset(dataset.masks) if dataset is not None else frozenset(),
+               tuple((methods or {}).items()), gaussian_block)
+        if key not in self._analyses:
+            if len(self._analyses) >= ANALYSES:
+                del self._analyses[next(iter(self._analyses))]  # the oldest
+            self._analyses[key] = analyze(self.checked, dataset, methods, gaussian_block)
+        return self._analyses[key]
 
     def check_report(self, data=None, methods: dict | None = None, schedule: str | None = None, na=None,
                      gaussian_block: str | None = None, grid: str | None = None) -> dict:

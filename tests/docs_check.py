@@ -15,9 +15,10 @@ What is checked:
 - a ```python block followed by a ```text block: the script, and the text block is its output;
   a ```python block with no output block only has to run without an error.
 
-Everything runs in a scratch folder whose entries link to the repository's (so `models/...`
-resolves and files that commands write land in the scratch folder), snippets in a fresh
-interpreter each. Identical commands run once.
+Everything runs in a scratch folder holding a copy of the checkout (so `models/...` resolves and
+whatever a command writes, even over a model or data file, lands in the copy), snippets in a
+fresh interpreter each. Identical commands run once. The check fails if a run still wrote into
+the checkout (an absolute path, say): a page must never leave files behind.
 
 Tolerances: timings (`0.69 s`, `12 ms`) never count. An HTML comment on the line before a fence
 says more about the block:
@@ -40,6 +41,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,6 +56,7 @@ TIME = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|µs|seconds?)\b")
 FLOAT = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?")
 SOURCE_LINE = re.compile(r"(?:\S*/)?(ppl/[\w/]+\.py):\d+")  # warnings name a line of ppl's source
 SENTINEL = "--- docs-check example end ---"
+UNTRACKED = (".*", "__pycache__", "*.egg-info")  # neither copied to the scratch folder nor watched
 SIMPLE = re.compile(r"ppl(\s+[^|&;<>`$()*?\\'\"]+)+")  # a plain `ppl ...` command: run in this process
 DOCTEST_RUNNER = f"""
 import json, sys, traceback
@@ -157,10 +160,8 @@ class Runner:
     """Runs blocks in a scratch folder, caching identical commands."""
 
     def __init__(self):
-        self.scratch = Path(tempfile.mkdtemp(prefix="docs-check-"))
-        for entry in ROOT.iterdir():
-            if not entry.name.startswith("."):
-                (self.scratch / entry.name).symlink_to(entry)
+        self.scratch = Path(tempfile.mkdtemp(prefix="docs-check-")) / "checkout"
+        shutil.copytree(ROOT, self.scratch, ignore=shutil.ignore_patterns(*UNTRACKED))
         shim = self.scratch / ".bin"
         shim.mkdir()
         (shim / "ppl").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ppl.cli "$@"\n')
@@ -171,6 +172,7 @@ class Runner:
                     "PYTHONWARNINGS": "ignore::FutureWarning:arviz"}
         self.cache: dict = {}
         self.seconds: dict = {}
+        self.seen = snapshot()  # the checkout's files after the last block run
 
     def run(self, block: Block):
         if block.kind == "file":  # written every time: later commands of this page read it
@@ -281,33 +283,66 @@ def pages(paths=None) -> list[Path]:
     return [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 
 
+def snapshot() -> dict[str, tuple[int, int]]:
+    """(size, modification time) of every file of the checkout, to tell whether a run wrote into it."""
+    found = {}
+    for folder, names, files in os.walk(ROOT):
+        names[:] = [n for n in names if not any(Path(n).match(p) for p in UNTRACKED)]
+        for name in files:
+            stat = os.stat(os.path.join(folder, name))
+            found[os.path.relpath(os.path.join(folder, name), ROOT)] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def written(before: dict, after: dict) -> list[str]:
+    """Files of the checkout that appeared or changed between two snapshots."""
+    return sorted(name for name, stat in after.items() if before.get(name) != stat)
+
+
 def check(paths=None, fast: bool = False, write: bool = False, times: bool = False, out=sys.stdout) -> int:
-    """Check (or with `write`, update) the pages; returns the number of mismatching blocks."""
-    runner, failures, counts = Runner(), 0, {"checked": 0, "slow": 0, "skipped": 0}
-    for page in pages(paths):
-        lines = page.read_text(encoding="utf-8").splitlines()
-        done = []
-        for block in blocks(page):
-            if "skip" in block.options or (fast and "slow" in block.options):
-                counts["slow" if "skip" not in block.options else "skipped"] += 1
-                continue
-            result = runner.run(block)
-            counts["checked"] += block.kind != "file"
-            done.append((block, result))
-            where = f"{page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}:{block.fence}"
-            if times:
-                print(f"{runner.seconds.get((block.kind, json.dumps(block.code)), 0):7.2f} s  {where}  "
-                      f"{str(block.code)[:70]!r}", file=out)
-            problems = compare(block, lines, result)
-            if problems and not write:
-                failures += 1
-                print(f"{where}: output differs from the page ({block.kind}: {str(block.code)[:60]!r})", file=out)
-                for problem in problems:
-                    print(problem, file=out)
-        if write and done:
-            update(page, done)
+    """Check (or with `write`, update) the pages; returns the number of blocks that differ or wrote
+    into the checkout."""
+    runner, counts = Runner(), {"checked": 0, "slow": 0, "skipped": 0}
+    try:
+        failures = sum(_check_page(runner, page, fast, write, times, out, counts) for page in pages(paths))
+    finally:
+        shutil.rmtree(runner.scratch.parent)
     print(f"docs check: {counts['checked']} blocks run, {failures} differ, {counts['slow']} slow ones left out "
           f"(--fast), {counts['skipped']} marked skip", file=out)
+    return failures
+
+
+def _check_page(runner, page, fast, write, times, out, counts) -> int:
+    """Run one page's blocks; returns how many differ from the page or wrote into the checkout
+    (the checkout's files before and after each block: a file edited meanwhile by hand shows too)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    done, failures = [], 0
+    for block in blocks(page):
+        if "skip" in block.options or (fast and "slow" in block.options):
+            counts["slow" if "skip" not in block.options else "skipped"] += 1
+            continue
+        result = runner.run(block)
+        counts["checked"] += block.kind != "file"
+        done.append((block, result))
+        where = f"{page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}:{block.fence}"
+        seen, runner.seen = runner.seen, snapshot()
+        stray = written(seen, runner.seen)
+        if stray:
+            failures += 1
+            print(f"{where}: wrote into the checkout (write to the working folder instead): {', '.join(stray)}",
+                  file=out)
+        if times:
+            print(f"{runner.seconds.get((block.kind, json.dumps(block.code)), 0):7.2f} s  {where}  "
+                  f"{str(block.code)[:70]!r}", file=out)
+        problems = compare(block, lines, result)
+        if problems and not write:
+            failures += 1
+            print(f"{where}: output differs from the page ({block.kind}: {str(block.code)[:60]!r})", file=out)
+            for problem in problems:
+                print(problem, file=out)
+    if write and done:
+        update(page, done)
+        runner.seen = snapshot()
     return failures
 
 

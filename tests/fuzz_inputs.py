@@ -26,7 +26,12 @@ _BLOCK = re.compile(r"```ppl\n(.*?)```", re.S)
 
 RULES = ["", "@vmp", "@ncvmp", "@ncvmp(damping=0.5)", "@cvi", "@cvi(samples=0)", "@cvi(samples=3)",
          "@cvi(form=site)", "@cvi(minibatch=2)", "@cvi(step=0.5, kappa=0.7)", "@laplace", "@delta",
-         "@jaakkola", "@bohning", "@piecewise", "@stick", "@joint", "@ssmf"]
+         "@jaakkola", "@bohning", "@piecewise", "@stick", "@joint", "@ssmf", "@grid", "@grid(nodes=5, sds=2)",
+         "@grid(nodes=1)"]
+SCHEDULES = ["schedule batch", "schedule batch(inner=3, init=random)", "schedule batch(warm=1)",
+             "schedule svi(batch=2)", "schedule svi(batch=1, kappa=0.7, ramp=0)", "schedule ssmf(batch=2)",
+             "schedule ssmf_a(batch=2, estep=gibbs)", "schedule ssmf(batch=3, estep=cvb0)",
+             "schedule cvi(minibatch=2, step=0.5)", "schedule svi(batch=100, passes=1)"]
 NUMBERS = ["0", "1", "-1", "2", "0.5", "1e-8", "1e8", "1e300", "3", "100"]
 BAD_CELLS = ["", "inf", "-inf", "nan", "NA", "1e300", "-1e300", "-1", "0", "1e8", "abc", "2.5", "-0",
              "1e-300", "99", "true", " 1 "]
@@ -58,11 +63,18 @@ def corpus() -> list[str]:
 
 
 def mutate(text: str, rnd: random.Random) -> str:
-    """One small change that keeps most models valid: a rule annotation, a constant or a number."""
+    """One small change that keeps most models valid: a rule annotation (`@grid` among them), a
+    schedule, a joint block over some of the drawn variables, a constant or a number."""
     choice = rnd.random()
     lines = text.splitlines()
     samples = [i for i, line in enumerate(lines) if "~" in line and not line.lstrip().startswith("#")]
-    if choice < 0.5 and samples:
+    drawn = sorted({m.group(1) for i in samples if (m := re.search(r"(\w+)(\[[^\]]*\])?\s*(:[^~]*)?~", lines[i]))})
+    if choice < 0.15:
+        kept = [line for line in lines if not line.lstrip().startswith("schedule ")]
+        return "\n".join([rnd.choice(SCHEDULES)] + kept) + "\n"
+    if choice < 0.25 and len(drawn) > 1:
+        return text + f"block ({', '.join(rnd.sample(drawn, rnd.randint(2, min(3, len(drawn)))))})\n"
+    if choice < 0.6 and samples:
         i = rnd.choice(samples)
         line = re.sub(r"\s*@\w+(\([^)]*\))?", "", lines[i].split("#")[0]).rstrip()
         if line.rstrip().endswith("}"):  # a one-line loop: annotate the statement inside it
@@ -72,7 +84,7 @@ def mutate(text: str, rnd: random.Random) -> str:
             lines[i] = f"{line} {rnd.choice(RULES)}"
         return "\n".join(lines) + "\n"
     numbers = list(re.finditer(r"(?<![\w.])\d+(\.\d+)?(e-?\d+)?(?![\w.])", text))
-    if choice < 0.9 and numbers:
+    if choice < 0.92 and numbers:
         m = rnd.choice(numbers)
         return text[:m.start()] + rnd.choice(NUMBERS) + text[m.end():]
     return text

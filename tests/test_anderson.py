@@ -32,7 +32,7 @@ def fit(name, **options):
 
 class _Vector:
     """A problem with one latent 'x' whose every λ is valid (a stand-in for the engine's)."""
-    latent = ["x"]
+    latent, local = ["x"], ()
     families = {"x": type("Free", (), {"valid": staticmethod(lambda nat: np.ones(len(nat), bool))})()}
 
 
@@ -42,6 +42,12 @@ class _State:
 
     def set(self, name, nat, factored=None):
         self.natural[name], self.factored[name] = nat, factored
+
+    def keep(self, names, bare=()):
+        return {n: self.natural[n] for n in names}
+
+    def restore(self, kept):
+        self.natural.update(kept)
 
 
 def test_anderson_on_a_linear_map_is_exact_after_dimension_plus_one_steps():
@@ -85,7 +91,7 @@ def test_anderson_pulls_a_proposal_back_into_the_parameter_space():
     """A Gamma rate falling ever faster: the full Anderson step would make it negative; it is
     halved towards the plain point until the λ is valid."""
     class Problem:
-        latent, families = ["t"], {"t": fam.Gamma()}
+        latent, local, families = ["t"], (), {"t": fam.Gamma()}
 
     accel = Anderson(Problem(), memory=2)
     rates = [1.0, 0.6, 0.3, 0.1]

@@ -125,6 +125,22 @@ def test_text_that_is_not_a_number(tmp_path, cell):
     assert (error.column, error.row) == ("x", 1)
 
 
+@pytest.mark.parametrize("kind", ["csv", "frame", "dict", "list", "float32"])
+@pytest.mark.parametrize("name", ["x", "y", "k"])
+def test_an_infinite_cell_is_named_where_it_is_read(tmp_path, kind, name):
+    """Every way data arrives goes through one reader that rejects ±inf (E406) at its cell: no later
+    stage meets an infinite value (E416, a second check after binding, is retired)."""
+    frame = pd.DataFrame({"x": [0.5, -1.0, 2.0], "k": [1.0, 2.0, 3.0], "b": [1, 0, 0],
+                          "g": ["north", "south", "north"], "y": [1.0, np.nan, 2.5]})
+    frame.loc[2, name] = -np.inf
+    data = {"csv": lambda: csv_file(tmp_path, frame.to_csv(index=False)), "frame": lambda: frame,
+            "dict": lambda: {c: frame[c].to_numpy() for c in frame}, "list": lambda: frame.to_dict("list"),
+            "float32": lambda: {c: frame[c].to_numpy(np.float32 if c != "g" else object) for c in frame}}[kind]()
+    error = data_error(MODEL, data)
+    assert (error.code, error.column, error.row) == ("E406", name, 3)
+    assert error.message == "`-inf` is not a finite number"
+
+
 def test_bool_words_and_bad_bools(tmp_path):
     assert MODEL.bind(csv_file(tmp_path, CSV)).arrays["b"].tolist() == [1, 0, 0]
     error = data_error(MODEL, csv_file(tmp_path, CSV.replace("FALSE", "yes")))

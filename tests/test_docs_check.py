@@ -87,3 +87,37 @@ def test_digits_marker_compares_floats_to_that_many_digits(tmp_path):
     assert run(tmp_path, page)[0] == 1
     assert run(tmp_path, page.replace("```console\n$ ppl infer models", "<!-- docs-check: digits=4 -->\n"
                                       "```console\n$ ppl infer models", 1))[0] == 0
+
+
+WRITER = """# A page that writes files
+
+<!-- docs-check: file=models/coin.vim -->
+```ppl
+data y: bool[N]
+theta ~ Beta(2, 2)
+y ~ Bernoulli(theta)
+```
+
+```console
+$ ppl infer models/coin.vim models/beta_bernoulli.csv --seed 0 --output coin.json --quiet
+$ echo 1 > models/beta_bernoulli.csv && echo 2 > models/new.csv
+```
+"""
+
+
+def test_commands_write_into_a_copy_not_the_checkout(tmp_path):
+    model_data = docs_check.ROOT / "models" / "beta_bernoulli.csv"
+    before = model_data.read_text()
+    failures, out, _ = run(tmp_path, WRITER)
+    assert failures == 0, out
+    assert model_data.read_text() == before
+    assert not any((docs_check.ROOT / name).exists() for name in ("coin.json", "models/coin.vim", "models/new.csv"))
+
+
+def test_a_command_that_writes_into_the_checkout_fails(tmp_path):
+    stray = docs_check.ROOT / "docs-check-stray.txt"
+    try:
+        failures, out, _ = run(tmp_path, f"```console\n$ touch {stray}\n```\n")
+    finally:
+        stray.unlink(missing_ok=True)
+    assert failures == 1 and "wrote into the checkout" in out and stray.name in out

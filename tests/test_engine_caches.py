@@ -89,3 +89,22 @@ def test_constant_parameters_are_read_once_per_model_and_follow_new_constants():
         shape, rate = a + sum(y), 1.0 + len(y)
         assert post["lam"].mean == pytest.approx(shape / rate, rel=1e-12)
         assert post["lam"].sd == pytest.approx(np.sqrt(shape) / rate, rel=1e-12)
+
+
+def test_a_restored_q_brings_back_its_version_and_no_version_is_given_twice():
+    """`State.restore` (SQUAREM's rejected step) puts back λ, its cached moments and its version,
+    so a cache keyed by that version holds again; every later update gets a version never seen."""
+    from ppl.families import Normal
+    from ppl.infer.state import State
+    state = State({"x": Normal()}, {"x": (2,)})
+    state.set("x", Normal().natural(mean=np.zeros(2), precision=np.ones(2)))
+    first, moments, version = state.natural["x"], state.moments("x"), state.versions["x"]
+    kept = state.keep(["x"])
+    seen = {version}
+    for shift in (1.0, 2.0):
+        state.set("x", Normal().natural(mean=np.full(2, shift), precision=np.ones(2)))
+        seen.add(state.versions["x"])
+    state.restore(kept)
+    assert state.natural["x"] is first and state.moments("x") is moments and state.versions["x"] == version
+    state.set("x", Normal().natural(mean=np.full(2, 3.0), precision=np.ones(2)))
+    assert state.versions["x"] not in seen and len(seen) == 3

@@ -9,6 +9,8 @@ import pytest
 
 import ppl
 from ppl.infer import Options, build_problem, run
+from ppl.infer import accelerate as accelerate_module
+from ppl.infer.accelerate import SMALL_LOCAL
 from ppl.infer.fused_mixture import CLAMP, FusedMixture
 from ppl.infer.initialise import initialise
 
@@ -32,8 +34,12 @@ def generic(problem, options):
         problem.kernel = kernel
 
 
-@pytest.mark.parametrize("accelerate", [False, None])
-def test_fused_run_equals_the_generic_engine(accelerate):
+@pytest.mark.parametrize("accelerate,small_local", [(False, SMALL_LOCAL), (None, SMALL_LOCAL), (None, 0)],
+                         ids=["plain", "squarem", "squarem-refitting-z"])
+def test_fused_run_equals_the_generic_engine(accelerate, small_local, monkeypatch):
+    """`small_local` 0: SQUAREM refits z to the moved globals, by the fused E-step on one side and
+    the generic batch E-step on the other."""
+    monkeypatch.setattr(accelerate_module, "SMALL_LOCAL", small_local)
     problem = problem_of(GMM)
     assert isinstance(problem.kernel, FusedMixture)
     options = Options(seed=3, accelerate=accelerate)

@@ -2,7 +2,8 @@
 the inequality of the weights' ELBO, the grid on a conjugate model against its exact posterior
 by quadrature (ELBO → log evidence, the mean's marginal mean, sd and quantiles), the mixture's
 quantiles against its CDF, joint draws, the hierarchical logistic regression against NUTS, the
-outputs (report, CSV, JSON, netCDF), and the errors E760–E765."""
+outputs (report, CSV, JSON, netCDF), and the errors E760–E764 (saving, loading and predicting:
+tests/test_grid_saved.py)."""
 
 from __future__ import annotations
 
@@ -157,7 +158,7 @@ def test_the_cli_writes_the_report_csv_json_and_netcdf(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "note: grid over `tau_b`" in out and "Normal mix" in out
     doc = json.loads((tmp_path / "post.json").read_text())
-    assert doc["format"] == "ppl-grid-posterior/1" and doc["grid"]["variable"] == "tau_b"
+    assert doc["format"] == "ppl-grid-posterior/2" and doc["grid"]["variable"] == "tau_b"
     assert doc["elbo"] == pytest.approx(special.logsumexp(doc["grid"]["scores"]), abs=1e-9)
     assert doc["variables"]["tau_b"]["family"] == "grid"
     assert main(["infer", model, data, "--seed", "0", "--grid", "tau_b(nodes=7, sds=3)", "--quiet",
@@ -204,18 +205,6 @@ def test_a_mixture_without_exact_quantiles_or_a_stochastic_run_is_refused():
     with pytest.raises(ppl.PplError) as error:
         ppl.compile(NORMAL).infer(MODELS / "gaussian.csv", stream=True)
     assert error.value.code == "E763" and "--stream" in error.value.message
-
-
-def test_predict_and_a_saved_grid_posterior_are_refused(normal, tmp_path):
-    _, post = normal
-    with pytest.raises(ppl.PplError) as error:
-        post.predict({"y": np.array([np.nan])})
-    assert error.value.code == "E765"
-    post.save(tmp_path / "grid.json")
-    with pytest.raises(ppl.PplError) as error:
-        ppl.Posterior.load(tmp_path / "grid.json")
-    assert error.value.code == "E765"
-    assert main(["plot", str(tmp_path / "grid.json"), "-o", str(tmp_path / "x.png")]) == 1
 
 
 def test_grid_none_overrides_the_annotation():

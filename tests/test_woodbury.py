@@ -113,7 +113,7 @@ def test_d_greater_than_n_logistic_regression_runs_the_dense_iterates(annotation
 def test_the_posterior_held_in_data_space_is_the_dense_posterior(rule, monkeypatch):
     """D > N (N = 9, D = 40) from the API: ELBO, means and sds of q(w) held in data space equal
     those of the dense solve (Woodbury switched off) to 1e-10, and the summary reads them. Plain
-    sweeps both (SQUAREM extrapolates the dense λ only, so it would take another path)."""
+    sweeps both, so that the two take the same path to round-off."""
     rng = np.random.default_rng(4)
     x = rng.normal(size=(9, 40)) / np.sqrt(40)
     data = {"X": x, "y": (rng.random(9) < 0.5).astype(int)}
@@ -192,3 +192,19 @@ def test_a_product_with_as_many_rows_as_coefficients_reads_the_vector_whole():
     eta = np.sqrt((x ** 2).sum(axis=1))[:, None] * nodes[None]
     sign = np.where(y[:, None] > 0, 1.0, -1.0)
     assert term == pytest.approx(np.sum(-np.logaddexp(0, -sign * eta) @ (weights / weights.sum())), rel=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.4])
+def test_the_largest_mean_shift_from_bounded_sds_is_the_exact_one(scale):
+    """The stopping rule's max_d |μ_d − m_d| / sd_d read through the bounds 1/Λ_dd ≤ Var ≤ 1/P_d
+    and the exact variance of the few elements the bounds leave open equals the ratio computed
+    from every exact sd (the dense covariance), wherever the largest shift falls."""
+    family, total = random_sum(n=7, d=60)
+    q = total.scaled(scale).solve(family)
+    sd = np.sqrt(np.diagonal(family.mean_cov(total.scaled(scale).dense())[1][0]))
+    rng = np.random.default_rng(3)
+    for shift in (rng.normal(size=60) * 1e-6, np.eye(60)[17] * 1e-3, rng.normal(size=60) * sd):
+        exact = np.max(np.abs(shift) / np.maximum(sd, 1e-6 * (1 + np.abs(q.mean))))
+        assert q.largest_shift(q.mean - shift) == pytest.approx(exact, rel=1e-10)
+    np.testing.assert_allclose(q.var_at(np.array([0, 17, 59])), sd[[0, 17, 59]] ** 2, rtol=1e-10)
+    assert q.largest_shift(q.mean) == 0.0

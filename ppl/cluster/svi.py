@@ -9,6 +9,8 @@ The start and the posterior's frame are bound on the client from a few groups (`
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ppl.cluster import worker
@@ -53,10 +55,7 @@ class ClusterSVI(SVI):
             if k:
                 reply = source.round(worker.svi_task, sent, wave, only=only, current=self._current())
             for name in wave:
-                transform = None
-                if self.spec.name == "ssmf":
-                    def transform(natural, counts, draw=draws[name]):
-                        return ssmf_message(natural, counts, draw)
+                transform = partial(ssmf_message, draw=draws[name]) if self.spec.name == "ssmf" else None
                 global_step(self.problem, state, name, seen / len(groups), rho, self.data, transform,
                             observed=reply.messages[name])
                 self.globals[name] = state.natural[name]

@@ -21,7 +21,6 @@ _TESTS = {
 
 def check_support(model, dataset) -> None:
     """Raise a `DataError` naming the first observed value outside its distribution's support."""
-    _check_finite(model, dataset)
     for factor in model.factors:
         name = factor.target.name
         if name not in dataset.arrays:
@@ -97,20 +96,6 @@ def _check_imputable(factor, observed, model, dataset) -> None:
                     column=_column_name(model.data[name], where), row=int(where[0]) + 1,
                     source=dataset.source, hint="fill in the cell or drop the row; only continuous and "
                     "categorical responses are imputed")
-
-
-def _check_finite(model, dataset) -> None:
-    """No data value is infinite (`inf` in a CSV reads as a float): every stage after binding trusts
-    its inputs to be finite, so the first infinite cell is named here by column and row."""
-    for name, values in dataset.arrays.items():
-        if name not in model.data or values.dtype.kind != "f":
-            continue
-        bad = ~np.isfinite(values) & dataset.masks.get(name, True)
-        if bad.any():
-            where = np.argwhere(bad)[0]
-            raise DataError("E416", f"{values[tuple(where)]} is not a finite number (data `{name}`)",
-                            column=_column_name(model.data[name], where), row=int(where[0]) + 1,
-                            source=dataset.source, hint="remove the row, or leave the cell empty to impute it")
 
 
 def _above_trials(trials, values, dataset):

@@ -9,10 +9,23 @@ Every cycle takes two plain sweeps, λ0 → λ1 = F(λ0) → λ2 = F(λ1), and p
 
 The next sweep starts from λ' and gives F(λ'). The step is kept only when L(F(λ')) ≥ L(λ2);
 otherwise the state goes back to λ2 and the sweep is reported as a repeat of L(λ2), so the trace
-never decreases. A Gaussian vector held in data space (ppl.infer.low_rank) is not extrapolated:
-its λ would be D × D. A λ' outside a family's parameter space (a negative Gamma rate, a precision
-that is not positive definite) halves α towards −1 until every variable is valid. The bound on
-|α| grows ×4 when a step at the bound is accepted and falls back to 1 after a rejection.
+never decreases. A local variable whose λ has more than `SMALL_LOCAL` entries (a mixture's N × K
+responsibilities) is not extrapolated: the cycle keeps the globals' λ only, and after moving them
+the locals are refitted to them by one E-step (ppl.infer.schedule.steps.locals_from_globals), so
+the sweep from λ' is the sweep map of the globals alone. That keeps no N-sized snapshot (a
+mixture at 1e7 rows: peak memory in docs/benchmarks.md, "Gaussian mixture: cost against N");
+a mixture of 1e5 rows (benchmarks/gmm.py's data, K = 5) took 155 sweeps so, against 208 with z
+extrapolated. Smaller locals are extrapolated with the globals, which took fewer sweeps than
+refitting them on models/ (casino 37 against 51, hierarchical_logistic 11 against 15).
+A Gaussian vector held in data space (ppl.infer.low_rank, Woodbury) is extrapolated on its sites:
+λ = c λ₀ + (Rᵀh, −½ Rᵀ diag(τ) R) is linear in (c, h, τ) on the same rows R, so the step on the
+N + N + 1 site values is the step on λ without forming its D × D array (logistic_wide: 43 → 22
+sweeps), and a λ' with some τ < 0 (not solvable in data space) counts as invalid. When the sites
+do not line up (a prior that moved between the sweeps: ctm's μ) no step is proposed: stepping the
+others alone took ctm under `delta` to another fixed point. A λ' outside
+a family's parameter space (a negative Gamma rate, a precision that is not positive definite)
+halves α towards −1 until every variable is valid. The bound on |α| grows ×4 when a step at the
+bound is accepted and falls back to 1 after a rejection.
 
 No step is proposed when −1 − `NEAR_PLAIN` < α < −0.999 (above: the plain point to rounding): on a
 linear mode of rate ρ, α = −1/(1 − ρ), so that is a run contracting steadily at ρ < 1/21, where a plain sweep
@@ -33,9 +46,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.infer.low_rank import KernelGaussian
+from ppl.infer.low_rank import GaussianSum, KernelGaussian, _same_array as same_array
+from ppl.infer.schedule.steps import locals_from_globals
 
 CHUNK = 65536  # entries of a λ formed at a time by the extrapolation
+SMALL_LOCAL = 65536  # entries: a local λ up to this size is extrapolated, a larger one refitted (module docstring)
 NEAR_PLAIN = 0.05  # −1 − NEAR_PLAIN < α < −0.999: no step, the plain sweep (module docstring)
 HALVINGS = 8  # α → (α − 1)/2 at most this many times to bring λ' back into the parameter space
 
@@ -44,11 +59,12 @@ class Squarem:
     """The accelerator as two hooks around the engine's sweep: `before_sweep` may move the state
     to an extrapolated point, `after_sweep` keeps or rejects the sweep that followed it."""
 
-    def __init__(self, problem, residual: bool = False, requested: bool = True):
-        self.problem, self.residual, self.requested = problem, residual, requested
+    def __init__(self, problem, residual: bool = False):
+        self.problem, self.residual = problem, residual
         self.proposal = None  # λ' and ‖λ2 − λ1‖ during an extrapolated sweep (the residual merit)
-        self.history: list = []  # naturals of the plain sweeps of the current cycle
-        self.fallback = None  # (naturals of λ2, L(λ2), λ2 as solved GaussianSums) during an extrapolated sweep
+        self.names = None  # the variables extrapolated: the globals and the small locals (module docstring)
+        self.history: list = []  # their naturals after the plain sweeps of the current cycle
+        self.fallback = None  # (globals of λ2, L(λ2), q of λ2 as `State.keep` holds it) during an extrapolated sweep
         self.step_max = 1.0
         self.accepted = self.rejected = 0
         self.extrapolated = False  # the last sweep started from an extrapolated point
@@ -56,9 +72,6 @@ class Squarem:
         self._elbo = -np.inf
 
     def before_sweep(self, state) -> None:
-        if skips_woodbury(self, state):
-            self.history = []
-            return
         if len(self.history) < 3:
             return
         x0, x1, x2 = self.history
@@ -76,15 +89,20 @@ class Squarem:
             self.step_max = 1.0
             self.history = [fallback[0]]
             return self._elbo, False
-        raw = dict(state.natural)  # a q held in data space as it is (reverted to, never extrapolated)
-        self.history.append({n: raw[n] for n in self.problem.latent})  # not a block's members
+        raw = dict(state.natural)  # a q held in data space as it is (stepped on its sites: `_vector`)
+        if self.names is None:
+            self.names = [n for n in self.problem.latent  # not a block's members
+                          if n not in self.problem.local or np.size(raw[n]) <= SMALL_LOCAL]
+        self.history.append({n: raw[n] for n in self.names})
         self._elbo = elbo
         return elbo, True
 
     def _extrapolate(self, x0: dict, x1: dict, x2: dict) -> dict | None:
-        names = [n for n in x2 if n in x0 and n in x1  # extrapolating a data-space q would form its D × D λ
-                 and not any(isinstance(x[n], KernelGaussian) for x in (x0, x1, x2))]
-        norm_r, norm_v = _step_norms([(x0[n], x1[n], x2[n]) for n in names])
+        names = [n for n in x2 if n in x0 and n in x1]
+        if not all(_alike(x0[n], x1[n], x2[n]) for n in names):
+            return None  # a q in data space whose sites do not line up (its prior moved): no step
+        triples = {n: tuple(_vector(x[n]) for x in (x0, x1, x2)) for n in names}
+        norm_r, norm_v = _step_norms(list(triples.values()))
         if not (norm_v > 0 and np.isfinite(norm_v)):
             return None
         alpha = -min(max(norm_r / norm_v, self.floor), self.step_max)
@@ -93,49 +111,78 @@ class Squarem:
         for _ in range(HALVINGS):
             if -NEAR_PLAIN < alpha + 1.0 < 1e-3:
                 return None
-            proposal = {n: _proposal(x0[n], x1[n], x2[n], alpha) for n in names}
+            proposal = {n: _proposal(*triples[n], alpha) for n in names}
+            proposal.update({n: _solved(self.problem.families[n], x2[n], proposal[n])
+                             for n in names if isinstance(x2[n], KernelGaussian)})
             if valid(self.problem, proposal):
                 return proposal
             alpha = (alpha - 1) / 2
         return None
 
 
-def skips_woodbury(accel, state) -> bool:
-    """Whether a Gaussian is solved in data space (Woodbury) and extrapolation was not asked for:
-    λ' would be its dense D × D natural parameters, slower per sweep than the sweeps saved
-    (logistic_wide)."""
-    return not accel.requested and any(f is not None for f in state.factored.values())
-
-
 def valid(problem, naturals: dict) -> bool:
-    """Whether every proposed λ lies in its family's parameter space."""
-    return all(np.all(problem.families[n].valid(nat)) for n, nat in naturals.items())
+    """Whether every proposed λ lies in its family's parameter space (a q held in data space was
+    solved, so it does; None: it could not be)."""
+    return all(nat is not None and (isinstance(nat, KernelGaussian) or np.all(problem.families[n].valid(nat)))
+               for n, nat in naturals.items())
+
+
+def _alike(*values) -> bool:
+    """Whether λ's can be extrapolated (or compared) together: arrays, or q's held in data space on the same
+    rows and prior (their sites then line up)."""
+    kernels = [isinstance(v, KernelGaussian) for v in values]
+    if not any(kernels):
+        return True
+    first = values[0]
+    return all(kernels) and all(same_array(v.rows, first.rows) and v.factored.base is first.factored.base
+                                and len(v.factored.parts) == 1 for v in values)
+
+
+def _vector(value) -> np.ndarray:
+    """λ as the step sees it: an array as it is, a q held in data space as its sites (c, h, τ)."""
+    if not isinstance(value, KernelGaussian):
+        return value
+    _, h, tau = value.factored.parts[0]
+    return np.concatenate([[value.factored.scale], h, tau])
+
+
+def _solved(family, like: KernelGaussian, sites: np.ndarray) -> KernelGaussian | None:
+    """The q in data space with the sites (c, h, τ) on the rows and prior of `like`; None where it
+    has none (some τ < 0, c ≤ 0)."""
+    n = len(like.tau)
+    total = GaussianSum(like.factored.base, [(like.rows, sites[1:n + 1], sites[n + 1:])], sites[0])
+    return total.solve(family, like.factored)
 
 
 def move_to(accel, state, proposal: dict, saved: dict, residual: float) -> None:
-    """Put the state at the extrapolated `proposal`, keeping the plain point `saved` (with its
-    objective and GaussianSums) to fall back to and the last plain residual to judge it by."""
-    accel.fallback = (saved, accel._elbo, dict(state.factored))
+    """Put the state at the extrapolated `proposal`, the locals it leaves out refitted to it
+    (`locals_from_globals`; a small local keeps its extrapolated λ), keeping the plain point
+    (`saved`: its extrapolated naturals; its objective; every q as it is) to fall back to and the
+    last plain residual to judge it by."""
+    problem = accel.problem
+    refitted = [n for n in problem.local if n not in proposal]
+    accel.fallback = (saved, accel._elbo, state.keep(problem.latent, bare=refitted))
     accel.proposal = (proposal, residual)
     for name, nat in proposal.items():
-        state.set(name, nat)
+        state.set(name, nat, factored=nat.factored if isinstance(nat, KernelGaussian) else None)
+    if refitted:
+        locals_from_globals(problem, state, refitted)
 
 
 def reverted(accel, state, elbo: float) -> bool:
     """After a sweep, for either accelerator: whether it started from an extrapolated point and is
     rejected (`worse`), the state then put back at the plain point saved in `accel.fallback`
-    (naturals, objective, GaussianSums). Counts kept and rejected steps."""
+    (`State.restore`: the caches of that point hold again). Counts kept and rejected steps."""
     accel.extrapolated = accel.fallback is not None
     if accel.fallback is None:
         return False
-    saved, before, factored = accel.fallback
+    _, before, kept = accel.fallback
     accel.fallback = None
     judged, accel.proposal = accel.proposal, None  # λ' is the state's no more: not kept
     if not worse(accel.residual, judged, state, elbo, before):
         accel.accepted += 1
         return False
-    for name, nat in saved.items():
-        state.set(name, nat, factored=factored.get(name))
+    state.restore(kept)
     accel.rejected += 1
     return True
 
@@ -148,7 +195,8 @@ def worse(residual: bool, proposal: tuple, state, elbo: float, before: float) ->
     if not residual or not np.isfinite(elbo):
         return elbo < before
     point, last = proposal
-    return _distance([(state.natural[n], point[n]) for n in point]) > last
+    pairs = [(dict.get(state.natural, n), point[n]) for n in point]
+    return not all(_alike(*pair) for pair in pairs) or _distance(pairs) > last  # unlike: no residual to compare
 
 
 # The step's arrays are formed a chunk at a time: a local's N × K λ (a mixture's z) would
@@ -180,8 +228,9 @@ def _proposal(x0, x1, x2, alpha: float) -> np.ndarray:
 
 
 def _distance(pairs: list) -> float:
-    """‖a − b‖ over all pairs."""
-    return float(np.sqrt(sum(float(np.sum((a - b) ** 2)) for pair in pairs for a, b in _chunks(*pair))))
+    """‖a − b‖ over all pairs (a q held in data space by its sites)."""
+    return float(np.sqrt(sum(float(np.sum((a - b) ** 2)) for pair in pairs
+                             for a, b in _chunks(*map(_vector, pair)))))
 
 
 def accelerator(problem, requested: bool | None):
@@ -192,8 +241,8 @@ def accelerator(problem, requested: bool | None):
     objective that is not a bound, falling near its fixed point) only if the fixed-point residual
     did not grow. Evidence on models/: docs/rules/vmp.md#acceleration-squarem. Not by default
     under `cvi` with exact gradients (its site form keeps per-row sites that an extrapolation
-    neither moves nor restores), and no step is extrapolated by default while a Gaussian is
-    solved in data space (Woodbury: λ' would be dense)."""
+    neither moves nor restores). `anderson` extrapolates no step while a Gaussian is solved in data
+    space (Woodbury: its λ' would be dense); SQUAREM steps on that Gaussian's sites."""
     if problem.stochastic or requested is False:
         return None
     if requested is None and any(getattr(f, "rule", "") == "cvi" for f in problem.factors):
@@ -201,4 +250,4 @@ def accelerator(problem, requested: bool | None):
     if requested == "anderson":
         from ppl.infer.anderson import Anderson
         return Anderson(problem, residual=problem.approximate, requested=False)
-    return Squarem(problem, residual=problem.approximate, requested=requested in (True, "squarem"))
+    return Squarem(problem, residual=problem.approximate)

@@ -28,12 +28,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.infer.accelerate import HALVINGS, move_to, reverted, skips_woodbury, valid
+from ppl.infer.accelerate import HALVINGS, move_to, reverted, valid
 from ppl.infer.low_rank import KernelGaussian
 
 MEMORY = 3  # m: differences kept (the last m + 1 sweeps)
 RIDGE = 1e-10
 STEP_MAX = 1.0
+
+
+def skips_woodbury(accel, state) -> bool:
+    """Whether a Gaussian is solved in data space (Woodbury) and extrapolation was not asked for:
+    Anderson's flat vectors would hold its dense D × D λ, slower per sweep than the sweeps saved
+    (logistic_wide)."""
+    return not accel.requested and any(f is not None for f in state.factored.values())
 
 
 class Anderson:
@@ -45,7 +52,7 @@ class Anderson:
         self.layout: list = []  # (name, shape) of the flat vectors' pieces
         self.start = None  # x of the current sweep, flat
         self.proposal = None  # λ' and the last plain residual during an extrapolated sweep
-        self.fallback = None  # (naturals of F(x_k), its objective, its GaussianSums) during one
+        self.fallback = None  # (naturals of F(x_k), its objective, its q as `State.keep` holds it) during one
         self.accepted = self.rejected = 0
         self.step_max, self.capped = STEP_MAX, False
         self.extrapolated = False

@@ -174,6 +174,10 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             runtimes.append(FactorialNormal(factor, model, env, dataset, families))
         elif factor.dist.name in ("Normal", "MvNormal"):
             runtimes.append(GaussianFactor(factor, model, env, dataset, families))
+        elif factor.target.name not in families:  # OrderedLogistic: a likelihood of η alone
+            raise Unsupported(f"`{factor.name}`: no parameter of {factor.dist.name} reads a latent variable, so "
+                              "the statement has nothing to fit; its linear predictor must read one, as in "
+                              "`OrderedLogistic(dot(x[n], w), cut)`", factor.span)
         else:
             runtimes.append(ConjugateFactor(factor, model, env, dataset, families,
                                             families[factor.target.name]))

@@ -23,16 +23,22 @@ Deterministic rules (vmp, ncvmp, the bounds, laplace, delta) stop when both hold
 A batch run whose E-step restarts the locals from the prior every sweep (LDA's default
 `batch(inner=30, init=random)`) is not coordinate ascent: the ELBO need not rise each sweep, a
 document's fit can land on another local optimum, SQUAREM is off, and the globals move in
-plateaus and jumps (topics reorganising), so rule 1's rate estimate has nothing to stand on. It
-stops when **the globals have settled** over the last `SMOOTHING` sweeps (`_restarted`):
+plateaus and jumps (topics reorganising: increments that grow for ten sweeps, then collapse), so
+the last three ratios of rule 1 can read a rate off noise. It stops (`_restarted`) when both hold:
 
-- the ELBO moved by at most `tol` × |L| over the whole window, up or down (relative: |L| grows
-  with the tokens, so this is a change per token; a falling bound is a refit still wandering);
-- a Dirichlet or Beta global (pseudo-counts) moved at most `RESTARTED_MASS` × `mean_tol` of its
-  mass, ½ Σ|Δλ| / Σλ from the first to the last sweep of the window (1e-4 by default: a token
-  in 10,000 changed topic). Mass, not sd: a word of a few tokens switching topics is 8–10 sd of
-  one small entry but a negligible part of the topics, and what a held-out document sees;
-- any other global moved at most `RESTARTED_MEAN` × `mean_tol` sd (1e-2 sd by default).
+- **the ELBO is within `tol` nats of its fixed point** by rule 1's test |d|/(1 − ρ) ≤ tol, with ρ
+  the largest ratio |d_t/d_{t−1}| over the last `SMOOTHING` sweeps among the increments that
+  shrink without changing sign (a growing increment is a reorganisation, not a rate; a sign
+  change is the bound crossing its optimum), and d the larger of the last two increments (a
+  single sweep whose increment dips, a document refitted onto another optimum, does not stop
+  the run). Near the end the restarted E-step can leave the ELBO falling by a few 1e-8 a sweep
+  towards its fixed point, ratios ~0.9: |d| is measured, up or down;
+- **the globals have settled** over the window: a Dirichlet or Beta global (pseudo-counts) moved
+  at most `RESTARTED_MASS` × `mean_tol` of its mass, ½ Σ|Δλ| / Σλ from the first to the last
+  sweep of the window (1e-4 by default: a token in 10,000 changed topic). Mass, not sd: a word
+  of a few tokens switching topics is 8–10 sd of one small entry but a negligible part of the
+  topics, and what a held-out document sees; any other global moved at most `RESTARTED_MEAN` ×
+  `mean_tol` sd (1e-2 sd by default).
 
 Stochastic rules (Monte Carlo gradients, minibatches) compare the means of the last two windows
 of `SMOOTHING` sweeps and stop when their difference is below `tol` relative to |L| (an absolute
@@ -86,7 +92,8 @@ class Convergence:
             moved = f"; {self.mass_moved:.2g} of `{self.mass_variable}`'s mass moved" if self.mass_variable else ""
             other = (f"; largest change of another global mean {self.mean_change:.2g} sd (`{self.mean_variable}`)"
                      if self.mean_variable else "")
-            return f"ELBO change {self.elbo_change:.2g} nats over the last {SMOOTHING} sweeps{moved}{other}"
+            return (f"ELBO change {self.elbo_change:.2g}, est. {self.elbo_gap:.2g} nats from the fixed point (rate "
+                    f"over the last {SMOOTHING} sweeps){moved}{other}")
         if self.rule == "smoothed trace":
             return (f"change of the {SMOOTHING}-sweep mean ELBO {self.elbo_change:.2g}; standard error of "
                     f"that mean {self.se:.2g}")
@@ -178,21 +185,27 @@ class Monitor:
         return True
 
     def _restarted(self, trace: list, state) -> bool:
-        """Over the last `SMOOTHING` sweeps the ELBO moved by at most `tol` × |L|, the pseudo-count
-        globals by at most `RESTARTED_MASS` × `mean_tol` of their mass, the others by at most
-        `RESTARTED_MEAN` × `mean_tol` sd."""
+        """The ELBO within `tol` nats of its fixed point by the largest shrinking ratio of the last
+        `SMOOTHING` increments, and over those sweeps the pseudo-count globals moved by at most
+        `RESTARTED_MASS` × `mean_tol` of their mass, the others by at most `RESTARTED_MEAN` ×
+        `mean_tol` sd."""
         self.window = (self.window + [{n: v for n, v in state.natural.items() if n not in self.problem.local}])
         self.window = self.window[-SMOOTHING - 1:]
         if len(trace) <= SMOOTHING or len(self.window) <= SMOOTHING:
             return False
+        increments = np.diff(trace[-SMOOTHING - 1:])
+        d = float(max(increments[-2:], key=abs))
+        before, after = increments[:-1], increments[1:]
+        shrinking = (before * after > 0) & (np.abs(after) < np.abs(before))
+        rho = min(float(np.max(np.abs(after[shrinking] / before[shrinking]), initial=0.0)), RATIO_CAP)
         first, last = self.window[0], self.window[-1]
         counts = {n for n in last if getattr(self.problem.families.get(n), "name", "") in PSEUDO_COUNTS}
-        change = trace[-1] - trace[-SMOOTHING - 1]
         mass, heavy = mass_moved(first, {n: last[n] for n in counts})
         moved, variable = mean_change(self.problem, first, {n: v for n, v in last.items() if n not in counts})
-        self.report.elbo_change, self.report.mass_moved, self.report.mass_variable = float(change), mass, heavy
+        self.report.elbo_change, self.report.elbo_gap = d, abs(d) * rho / (1 - rho)
+        self.report.mass_moved, self.report.mass_variable = mass, heavy
         self.report.mean_change, self.report.mean_variable = moved, variable
-        return (abs(change) <= self.tol * abs(trace[-1]) and mass <= RESTARTED_MASS * self.mean_tol
+        return (abs(d) / (1 - rho) <= self.tol and mass <= RESTARTED_MASS * self.mean_tol
                 and moved <= RESTARTED_MEAN * self.mean_tol)
 
     def _smoothed(self, trace: list) -> bool:
@@ -229,16 +242,25 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -
         if old is None or old is nat:
             continue
         family, new_moments, old_moments = problem.families[name], moments[1].get(name), moments[0].get(name)
-        value = 0.0
-        for rows in _blocks(family, nat, old):
-            m1, s1 = location(family, *_part((nat, new_moments), rows))
-            m0, _ = location(family, *_part((old, old_moments), rows), sd=False)
-            scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
-            with np.errstate(invalid="ignore"):
-                value = max(value, float(np.nanmax(np.abs(m1 - m0) / scale, initial=0.0)))
+        if isinstance(nat, KernelGaussian):  # its sds bounded first, the exact ones of a few elements
+            value = nat.largest_shift(location(family, old, old_moments, sd=False)[0][0])
+        else:
+            value = _largest_change(family, (nat, new_moments), (old, old_moments))
         if value > worst:
             worst, where = value, name
     return worst, where
+
+
+def _largest_change(family, after: tuple, before: tuple) -> float:
+    """max |m1 − m0| / sd1 over the elements of one variable, (λ, moments) after and before."""
+    value = 0.0
+    for rows in _blocks(family, after[0], before[0]):
+        m1, s1 = location(family, *_part(after, rows))
+        m0, _ = location(family, *_part(before, rows), sd=False)
+        scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
+        with np.errstate(invalid="ignore"):
+            value = max(value, float(np.nanmax(np.abs(m1 - m0) / scale, initial=0.0)))
+    return value
 
 
 def _blocks(family, nat, old) -> list:

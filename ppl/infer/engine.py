@@ -53,7 +53,7 @@ class Options:
     time_limit: float | None = None
     damping: float = 1.0
     record_terms: bool = False  # keep every factor's ELBO term after every sweep (for plots)
-    accelerate: bool | str | None = None  # SQUAREM; None: on for deterministic rules (not with Woodbury);
+    accelerate: bool | str | None = None  # SQUAREM; None: on for deterministic rules;
     # "anderson": Anderson acceleration instead (ppl.infer.anderson)
 
     def validate(self) -> "Options":
@@ -137,9 +137,9 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration, residuals = 0, _Residuals(problem)
     for iteration in range(1, options.max_iter + 1):
-        if accel is not None:
-            accel.before_sweep(state)
         before = dict(state.natural) if problem.pure_vmp else None  # λ arrays are replaced, never written
+        if accel is not None:  # after `before`: a decrease is replayed from the last recorded point
+            accel.before_sweep(state)
         batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
         if not math.isfinite(new) and accel is not None and accel.fallback is not None:

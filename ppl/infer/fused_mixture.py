@@ -17,8 +17,9 @@ x[n] ~ MvNormal(μ[z[n]], Λ[z[n]]) with x fully observed and no row weights. On
 N × K buffers are reused across sweeps: a buffer is written only when nothing but the pool holds
 it (its reference count), so the engine, the convergence monitor and SQUAREM, which keep earlier
 λ_z, never see an array change under them, and a long run does not page-fault on fresh memory.
-E[z] is written over the state's own while nothing else holds it, so a plain run holds two λ_z
-(this sweep's and the last, which the monitor compares) and one E[z]. The ELBO and its terms
+E[z] and λ_z are written over the state's own while nothing else holds them, so a plain run holds
+two λ_z (this sweep's and the last, which the monitor compares) and one E[z], and so does a SQUAREM
+run: the sweep after z was refitted to extrapolated globals writes over that refit's λ_z. The ELBO and its terms
 for any state (the initial one, a damped run's) are summed from E[z] in blocks of rows, so no
 generic read caches an N-sized gather (docs/benchmarks.md, "Gaussian mixture: cost against N").
 """
@@ -129,7 +130,6 @@ class FusedMixture:
     def sweep(self, state) -> None:
         if self.features is None:
             self._prepare(state)
-        d, t = self.d, self.t
         if self._next != (id(state), state.versions.get(self.z)):  # else summed by the last E-step
             np.dot(state.moments(self.z).T, self.features, out=self.stats)  # (Σ r x x | Σ r x | N_k)
         nk = self.stats[:, -1]
@@ -141,16 +141,29 @@ class FusedMixture:
         nat += self.eta_group
         moments, a_group = self._group_moments(nat)
         state.set(self.group, nat, moments=moments)
-        coef = np.dot(moments, self.to_coef, out=self.coef)  # λ_z[n, k] = F_n · G_k
-        coef[:, -1] += e_logpi - 0.5 * d * LOG_2PI
-        natural, resp = self._spare("natural"), self._spare("moments", replaced=state.moments(self.z))
-        log_z = self._e_step(coef, natural, resp)
-        state.set(self.z, natural, moments=resp)
-        self._next = (id(state), state.versions[self.z])
+        log_z = self._local_step(state, e_logpi, moments)
         a_pi = gammaln(alpha).sum() - gammaln(alpha.sum())
         kl_pi = float(np.dot(pi_nat[0] - self.eta_pi[0], e_logpi)) - a_pi + self.a_pi
         kl_group = float(np.sum((nat - self.eta_group) * moments)) - a_group + self.a_group
         self._elbo = (id(state), self._versions(state), float(log_z - kl_pi - kl_group))
+
+    def e_step(self, state) -> None:
+        """q(z) from the current q(π) and q(group): the locals' E-step alone, which SQUAREM runs
+        after moving the globals (ppl.infer.schedule.steps.locals_from_globals)."""
+        if self.features is None:
+            self._prepare(state)
+        self._local_step(state, state.moments(self.pi).reshape(-1), state.moments(self.group))
+
+    def _local_step(self, state, e_logpi, moments) -> float:
+        """Set q(z) from E[log π] and the group's moments, into spare buffers; returns Σ_n log Σ_k exp λ_nk."""
+        coef = np.dot(moments, self.to_coef, out=self.coef)  # λ_z[n, k] = F_n · G_k
+        coef[:, -1] += e_logpi - 0.5 * self.d * LOG_2PI
+        natural = self._spare("natural", replaced=dict.get(state.natural, self.z))  # not read: written over if free
+        resp = self._spare("moments", replaced=state.moments(self.z))
+        log_z = self._e_step(coef, natural, resp)
+        state.set(self.z, natural, moments=resp)
+        self._next = (id(state), state.versions[self.z])
+        return log_z
 
     def _e_step(self, coef, natural, resp) -> float:
         """λ_z = F Gᵀ and E[z] = softmax(λ_z), clamped, in blocks of rows that stay in cache (one
@@ -197,9 +210,9 @@ class FusedMixture:
         return moments, float(a.sum()) + k * self.log_pi_term
 
     def _spare(self, pool: str, replaced=None) -> np.ndarray:
-        """An N × K buffer that nothing outside the pool holds, or `replaced` (the state's E[z], which
-        the sweep replaces; the E-step never reads it) when only the pool and the state do; a new
-        one when all are in use."""
+        """An N × K buffer that nothing outside the pool holds, or `replaced` (the state's λ_z or E[z],
+        which the sweep replaces; the E-step reads neither) when only the pool and the state do; a
+        new one when all are in use."""
         buffers = self.pools[pool]
         for buffer in buffers:
             # the pool's list, the loop variable, the call's argument (+ the state's cache and `replaced`)

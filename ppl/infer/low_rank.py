@@ -134,13 +134,14 @@ def _plus(a, b):
 class DiagonalPrior:
     """The diagonal part (h₀, P₀) of a sum solved in data space, with what every solve on it
     needs and that depends on nothing else: the mean m₀ = h₀/P₀, log|P₀|, and for the rows R of
-    the last solve G₀ = R P₀⁻¹ Rᵀ and R m₀ (O(N²D) and O(ND), formed once per rows array)."""
+    the last solve G₀ = R P₀⁻¹ Rᵀ and R m₀ (O(N²D) and O(ND), formed once per rows array), and
+    R ∘ R when the stopping rule asks for it."""
 
     def __init__(self, h: np.ndarray, p: np.ndarray, mean: np.ndarray | None = None):
         self.h, self.p = h, p
         self.mean = h / p if mean is None else mean
         self.logdet = float(np.sum(np.log(p)))
-        self.rows = self.gram = self.rows_mean = None
+        self.rows = self.gram = self.rows_mean = self.rows_squared = None
 
     @classmethod
     def of(cls, family, base) -> "DiagonalPrior | None":
@@ -158,7 +159,15 @@ class DiagonalPrior:
         """(G₀, R m₀) of `rows`, reused while the rows are the same array."""
         if self.rows is None or not _same_array(self.rows, rows):
             self.rows, self.gram, self.rows_mean = rows, rows @ (rows / self.p).T, rows @ self.mean
+            self.rows_squared = None
         return self.gram, self.rows_mean
+
+    def squares(self, rows: np.ndarray) -> np.ndarray:
+        """R ∘ R of the rows of the last solve (`on`), formed once per rows array."""
+        self.on(rows)
+        if self.rows_squared is None:
+            self.rows_squared = rows * rows
+        return self.rows_squared
 
 
 class KernelGaussian:
@@ -217,8 +226,32 @@ class KernelGaussian:
     @property
     def var(self) -> np.ndarray:
         if self._var is None:
-            self._var = 1.0 / self.p - np.einsum("nd,nd->d", self.u, self.u)
+            self._var = self.var_at(slice(None))
         return self._var
+
+    def var_at(self, columns) -> np.ndarray:
+        """Var(w_d) = 1/p_d − |U e_d|² for the elements `columns` only: O(N² k) for k of them, the
+        whole of U (O(N²D)) when all or many are asked for (and then kept for later products)."""
+        if self._u is not None or isinstance(columns, slice) or 4 * len(columns) > self.family.dim:
+            u = self.u[:, columns]
+        else:
+            u = ((self.inverse * self.root) @ self.rows[:, columns]) / self.p[columns]
+        return 1.0 / self.p[columns] - np.einsum("nd,nd->d", u, u)
+
+    def largest_shift(self, before: np.ndarray, floor: float = 1e-6) -> float:
+        """max_d |μ_d − before_d| / sd_d (sd floored at `floor` (1 + |μ_d|)), exactly, without
+        every sd: 1/Λ_dd ≤ Var(w_d) ≤ 1/P_d (Λ_dd = P_d + Σ_n τ_n R_nd², O(ND)) bound each ratio,
+        and only the elements whose upper bound reaches the largest lower bound need their exact
+        variance (the stopping rule's mean-change test, once per sweep near convergence)."""
+        shift = np.abs(self.mean - before)
+        floor_sd = floor * (1.0 + np.abs(self.mean))
+        diagonal = self.p + self.tau @ self.prior.squares(self.rows) if len(self.tau) else self.p
+        high = shift / np.maximum(np.sqrt(1.0 / diagonal), floor_sd)
+        low = shift / np.maximum(np.sqrt(1.0 / self.p), floor_sd)
+        with np.errstate(invalid="ignore"):
+            columns = np.flatnonzero(high >= np.nanmax(low, initial=0.0))
+            sd = np.sqrt(np.maximum(self.var_at(columns), 0.0))
+            return float(np.nanmax(shift[columns] / np.maximum(sd, floor_sd[columns]), initial=0.0))
 
     @property
     def sd(self) -> np.ndarray:

@@ -147,6 +147,16 @@ class Posterior:
         from ppl.infer.saved import load
         return load(path, model)
 
+    @property
+    def parts(self) -> list:
+        """(weight, posterior) of every component of q: this posterior alone, weight 1 (a grid's
+        posterior has one per node)."""
+        return [(1.0, self)]
+
+    def part_models(self, model) -> list:
+        """The model each part was fitted to, given the posterior's `model`."""
+        return [model]
+
     def predict(self, new_data, model=None, na=None, seed=0):
         """Predict for new rows (`ppl.infer.predict`): the globals stay at q, the local variables of
         new groups are fitted to the new rows, every empty response cell gets its predictive mean,

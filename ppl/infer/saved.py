@@ -7,12 +7,16 @@ Nothing is written twice: a Categorical's natural parameters are log p up to a c
 probabilities p are the summary's `mean`, so its q entry says `"natural": {"log": "mean"}` and
 is rebuilt as log p (equal to rounding: p below the smallest double is 0, a zero-probability
 category); its summary `sd`, √(p(1 − p)), is null.
+
+A grid posterior's file holds one such document per node (ppl.infer.grid.saved). `rebuild`
+turns a document into a `Posterior`; an entry it cannot read is E800, named by its JSON path.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -22,16 +26,17 @@ from ppl.diagnostics import ModelError, OptionError, Source, Span
 from ppl.infer.marginals import FamilyMarginal, JointDraws
 
 FORMAT = "ppl-posterior/1"
+_DAMAGED = "the file was changed or cut short since ppl wrote it: save the posterior again"
 
 
 def document(posterior) -> dict:
     """The JSON document of a posterior: its summary (`to_json`) and its q."""
     from ppl.infer.selection import chosen
+    if hasattr(posterior, "grid"):  # a mixture over a grid's nodes: every node's document
+        from ppl.infer.grid.saved import grid_document
+        return grid_document(posterior, document)
     shown = set(chosen(posterior))  # priors of the variables a plot shows by default
     doc = posterior.to_json()
-    if "grid" in doc:  # a mixture over a grid's nodes: its summary and grid, no q to rebuild it from
-        from ppl.infer.grid.posterior import FORMAT as GRID
-        return {**doc, "format": GRID, "origin": posterior.origin}
     doc["format"] = FORMAT
     doc["q"] = {
         "order": list(posterior.marginals),
@@ -53,8 +58,7 @@ def document(posterior) -> dict:
 
 def load(path, model=None):
     """The `Posterior` saved at `path`; checked against `model` (a `Model` or a path) if given."""
-    from ppl.graph.analyze import Tag
-    from ppl.infer.posterior import Posterior, assemble
+    from ppl.infer.grid import saved as grid
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -63,27 +67,66 @@ def load(path, model=None):
             from None
     except json.JSONDecodeError as exc:
         raise OptionError("E341", f"{path}:{exc.lineno}:{exc.colno}: not a JSON file ({exc.msg})") from None
-    from ppl.infer.grid.posterior import FORMAT as GRID
-    if isinstance(doc, dict) and doc.get("format") == GRID:
-        raise OptionError("E765", f"{path} holds a grid posterior's summary (a mixture over the nodes of a grid), "
-                          "not a q to load", hint="predict, score and plot take a fit without a grid (--grid none)")
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or "q" not in doc:
+    kind = doc.get("format") if isinstance(doc, dict) else None
+    if kind == grid.OLD:
+        raise OptionError("E765", f"{path} is a grid posterior saved by an older ppl ({grid.OLD}): it holds the "
+                          "summary and the grid but not the nodes' q, so it cannot be loaded",
+                          hint=f"fit again and save: grid posteriors are now saved whole ({grid.FORMAT})")
+    if kind not in (FORMAT, grid.FORMAT) or "q" not in doc:
         raise OptionError("E342", f"{path} is not a posterior saved by ppl (no `format: {FORMAT}`)",
                           hint="write one with `ppl infer MODEL DATA --output post.json` or `Posterior.save`")
-    if model is not None:
-        check_model(doc["origin"], model, path)
-    q = doc["q"]
-    own = {name: FamilyMarginal(_unfamily(v["family"]), _unnatural(v["natural"], doc["variables"][name]),
-                                None if v["observed"] is None else _unarray(v["observed"]).astype(bool))
-           for name, v in q["variables"].items()}
-    joint = [JointDraws(g["mean"], g["precision"], _unfamily(g["family"]), _unarray(g["natural"]), g["scalar"])
-             for g in q["joint"]]
-    tags = tuple(Tag(t["factor"], t["variable"], "", "", t["rule"], t["reason"]) for t in doc["factors"])
-    return Posterior(assemble(q["order"], own, joint), doc["elbo"], doc["trace"], doc["elbo_terms"],
-                     doc["iterations"], doc["converged"], doc["seconds"], tags, doc["levels"], q["restart"],
-                     doc["notes"], joint, doc["trace_se"], q["scopes"], q["components"],
-                     {k: tuple(v) for k, v in q["dims"].items()}, q["coords"], q["term_trace"], doc["origin"],
-                     {k: _unarray(v) for k, v in q["priors"].items()}, tuple(q["observed"]))
+    with entry(path, ""):
+        origin = doc["origin"]
+        if model is not None:
+            check_model(origin, model, path)
+    return grid.load_grid(doc, path) if kind == grid.FORMAT else rebuild(doc, path)
+
+
+@contextmanager
+def entry(path, at: str):
+    """Inside: a missing key or a value of the wrong kind is E800, naming the entry's JSON path `at`."""
+    where = f"entry `{at.rstrip('.')}`" if at.rstrip(".") else "the top level"
+    try:
+        yield
+    except KeyError as exc:
+        raise OptionError("E800", f"{path}: {where} has no `{exc.args[0]}`", hint=_DAMAGED) from None
+    except (TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise OptionError("E800", f"{path}: {where} cannot be read ({exc})", hint=_DAMAGED) from None
+
+
+def rebuild(doc: dict, path, at: str = "", origin: dict | None = None):
+    """The `Posterior` of document `doc`, found at JSON path `at` of file `path` (E800 names the
+    entry it cannot read); `origin`: the model it came from, when the document does not hold it."""
+    from ppl.infer.posterior import Posterior, assemble
+    with entry(path, at):
+        q, summary = doc["q"], doc["variables"]
+    own = {}
+    with entry(path, f"{at}q"):
+        variables = q["variables"].items()
+    for name, v in variables:
+        with entry(path, f"{at}q.variables.{name}"):
+            own[name] = FamilyMarginal(_unfamily(v["family"]), _unnatural(v["natural"], summary[name]),
+                                       None if v["observed"] is None else _unarray(v["observed"]).astype(bool))
+    with entry(path, f"{at}q.joint"):
+        joint = [JointDraws(g["mean"], g["precision"], _unfamily(g["family"]), _unarray(g["natural"]),
+                            g["scalar"]) for g in q["joint"]]
+    with entry(path, f"{at}q"):
+        marginals = assemble(q["order"], own, joint)
+        fields = dict(restart=int(q["restart"]), joint=joint, scopes=dict(q["scopes"]),
+                      components=dict(q["components"]), dims={k: tuple(v) for k, v in q["dims"].items()},
+                      coords=dict(q["coords"]), term_trace=list(q["term_trace"]),
+                      priors={k: _unarray(v) for k, v in q["priors"].items()}, observed=tuple(q["observed"]))
+    with entry(path, at):
+        return Posterior(marginals, float(doc["elbo"]), list(doc["trace"]), dict(doc["elbo_terms"]),
+                         int(doc["iterations"]), bool(doc["converged"]), float(doc["seconds"]),
+                         tags(doc["factors"]), dict(doc["levels"]), notes=list(doc["notes"]),
+                         trace_se=list(doc["trace_se"]), origin=dict(origin or doc["origin"]), **fields)
+
+
+def tags(factors: list) -> tuple:
+    """The analyzer's tags as a saved document lists them (`factors`)."""
+    from ppl.graph.analyze import Tag
+    return tuple(Tag(t["factor"], t["variable"], "", "", t["rule"], t["reason"]) for t in factors)
 
 
 def check_model(origin: dict, model, path) -> None:
@@ -110,6 +153,8 @@ def _family(family) -> dict:
 
 
 def _unfamily(spec: dict):
+    if spec["class"] not in fam.__all__ or not isinstance(getattr(fam, spec["class"]), type):
+        raise ValueError(f"`{spec['class']}` is not a family")
     return getattr(fam, spec["class"])(**spec["args"])
 
 

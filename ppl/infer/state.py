@@ -8,12 +8,19 @@ bincounts), and its one-hot statistics are made only for a factor that asks for 
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
+
 import numpy as np
 
 from ppl.infer.access import Unsupported
 from ppl.infer.low_rank import KernelGaussian
 
 ONE_HOT_LIMIT = 2 ** 27  # cells (1 GiB of float64): a larger one-hot array is refused, not allocated
+# versions of q come from one process-wide sequence: a version is never given twice, so putting an
+# earlier q back with its version (`State.restore`) cannot make a cache of another q look valid
+_VERSIONS = itertools.count(1)
+
 
 class NumericalBreakdown(Exception):
     """q(`name`) has no moments in floating point: its natural parameters overflowed (values far
@@ -38,6 +45,14 @@ class Naturals(dict):
         return value.natural() if isinstance(value, KernelGaussian) else value
 
 
+@dataclass(frozen=True)
+class Kept:
+    """q of some variables as it was: name -> (λ as held, cached moments and entropy or None,
+    GaussianSum, version), for `State.restore`."""
+
+    entries: dict
+
+
 class State:
     """λ per latent variable as a (elements, size) array; moments E[t(x)] computed on demand."""
 
@@ -51,7 +66,7 @@ class State:
         self._moments: dict = {}
         self._entropy: dict = {}  # name -> H[q] given with its moments by a structured solve
         self.factored: dict = {}  # name -> λ as a GaussianSum, when it was solved that way
-        self.versions: dict = {}  # name -> count of updates, so factors can reuse what is unchanged
+        self.versions: dict = {}  # name -> version of its q (`_VERSIONS`), so factors can reuse what is unchanged
         self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
         self.pinned: dict = {}  # name -> (mask (elements,), λ): elements that updates leave as they are
         # the relative standard error a Monte Carlo ELBO term may carry in the trace (the run's
@@ -76,9 +91,24 @@ class State:
             self._moments[name] = moments
         if entropy is not None:
             self._entropy[name] = entropy
-        self.versions[name] = self.versions.get(name, 0) + 1
+        self.versions[name] = next(_VERSIONS)
         if hasattr(self.families.get(name), "distribute"):  # a Gaussian block: its members' marginals
             self.families[name].distribute(self)
+
+    def keep(self, names, bare=()) -> Kept:
+        """q of `names` as it is now, to put back with `restore` (the arrays are held, not copied:
+        an update replaces λ and its moments, never writes them); of those in `bare` only λ, their
+        moments recomputed if restored (a fused sweep may then write over an N-sized E[z])."""
+        return Kept({n: (dict.get(self.natural, n), None if n in bare else self._moments.get(n),
+                         None if n in bare else self._entropy.get(n), self.factored.get(n),
+                         self.versions.get(n, 0)) for n in names})
+
+    def restore(self, kept: Kept) -> None:
+        """Put back q as `keep` held it, with its versions: what a factor cached for that q
+        (under those versions) is valid again, and nothing cached since is."""
+        for name, (natural, moments, entropy, factored, version) in kept.entries.items():
+            self.set(name, natural, moments=moments, entropy=entropy, factored=factored)
+            self.versions[name] = version
 
     def pin(self, name: str, mask: np.ndarray, natural: np.ndarray) -> None:
         """Hold the elements `mask` of `name` at λ = `natural` (elements, size) through every later

@@ -30,11 +30,11 @@ def plot(posterior, kind: str = "all", vars=None, path=None, seed: int = 0):  # 
     to `path` (.png, .svg, .pdf) when given."""
     from ppl.diagnostics import OptionError
     from ppl.report.extras import optional
-    Figure = optional("matplotlib.figure", "plot").Figure
     kinds = [k for k in KINDS if kind in ("all", k) and (k != "components" or posterior.components)]
     if not kinds:
         raise OptionError("E345", f"plot kind {kind!r}: the model has no mixture components" if kind == "components"
                           else f"plot kind {kind!r} is not one of all, {', '.join(KINDS)}")
+    Figure = optional("matplotlib.figure", "plot").Figure  # after the checks of the input: E345 needs no matplotlib
     names = selection.chosen(posterior, vars)
     heights = {"elbo": 3.0, "marginals": 2.2 * len(names), "components": 2.6 * _component_rows(posterior)}
     width = 10 if kinds != ["marginals"] else 2 + 1.6 * min(ELEMENTS, max(posterior.size(n) for n in names))

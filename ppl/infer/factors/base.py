@@ -71,7 +71,7 @@ class FactorRuntime(abc.ABC):
         """Responsibilities plate + (C,) when a latent category selects components, else ones; only
         on `rows` of the first plate axis when given (a minibatch)."""
         if self.selector is None:
-            return self._ones if rows is None else np.ones((len(rows),) + self.plate.shape[1:] + (1,))
+            return self._ones if rows is None else np.broadcast_to(1.0, (len(rows),) + self.plate.shape[1:] + (1,))
         weights = self.selector.read(state)[..., 0, : self.components]  # a chain's q adds pair blocks after
         return weights if rows is None else weights[rows]
 

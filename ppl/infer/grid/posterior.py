@@ -2,24 +2,23 @@
 
 A `GridPosterior` is a `Posterior` whose marginals are the grid's (ppl.infer.grid.mixture) and
 whose draws pick a node by its weight, h in that node's cell and the rest from that node's q,
-so that draws keep the dependence of the rest on h. Its summary, report, CSV and ArviZ export
-are a `Posterior`'s; its JSON file holds the summary and the grid but not the nodes' q, so it is
-not loaded back, and `predict`, `score` and `plot` refuse it (E765).
+so that draws keep the dependence of the rest on h. Its `parts` are the nodes' posteriors with
+their weights: `predict` and `score` mix the parts' predictives, each part folded in with the
+model given its h (`part_models`). It saves with every node's q (ppl.infer.grid.saved).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from ppl.diagnostics import ModelError, OptionError
+from ppl.diagnostics import ModelError
 from ppl.infer import selection
 from ppl.infer.grid.mixture import CellMarginal, mixture, mixture_elbo
 from ppl.infer.posterior import Posterior, origin
-
-FORMAT = "ppl-grid-posterior/1"  # a saved grid posterior: summary and grid, no q
 
 
 class Node(NamedTuple):
@@ -57,22 +56,24 @@ class GridPosterior(Posterior):
                 out[name][at] = values
         return {name: out[name] for name in names}
 
+    @property
+    def parts(self) -> list:
+        """(weight, posterior) of every node: q is Σ_j w_j u_j(h) q_j(rest)."""
+        return list(zip(self.marginals[self.grid["variable"]].weights.tolist(), self.nodes))
+
+    def part_models(self, model) -> list:
+        """The model given h = h_j (h a constant, as each node was fitted), per part."""
+        from ppl.infer.grid.spec import GridSpec, conditional
+        given = conditional(model.checked, GridSpec(self.grid["variable"]))
+        models = []
+        for value in self.grid["nodes"]:
+            part = copy.copy(model)
+            part.checked = given.checked(dict(model.checked.overrides), value)
+            models.append(part)
+        return models
+
     def to_json(self) -> dict:
         return {**super().to_json(), "grid": self.grid}
-
-    def predict(self, *args, **kwargs):
-        raise _refused("predict")
-
-    def score(self, *args, **kwargs):
-        raise _refused("score")
-
-    def plot(self, *args, **kwargs):
-        raise _refused("plot")
-
-
-def _refused(what: str) -> OptionError:
-    return OptionError("E765", f"{what} on a grid posterior: it is a mixture of the nodes' fits, which {what} "
-                       "does not take", hint="fit without the grid (--grid none) for this")
 
 
 def mixable(posterior, checked) -> None:
@@ -84,6 +85,17 @@ def mixable(posterior, checked) -> None:
                              "has no exact quantiles here", span=checked.variables[name].span,
                              hint="grids run over models whose other marginals are Normal, Gamma, Beta, "
                                   "Dirichlet, log-normal or Categorical")
+
+
+def mixed_marginals(order: list, h: str, cell: CellMarginal, nodes: list) -> dict:
+    """The marginals in `order`: h's cells, and the mixture of the nodes' q of every other variable."""
+    marginals = {}
+    for name in order:
+        if name == h:
+            marginals[name] = cell
+        elif name in nodes[0].marginals:
+            marginals[name] = mixture([p.marginals[name] for p in nodes], cell.weights)
+    return marginals
 
 
 def grid_posterior(model, first, first_run, given, fits: dict, width: float, negligible: float,
@@ -98,12 +110,7 @@ def grid_posterior(model, first, first_run, given, fits: dict, width: float, neg
     centres = np.array([f.z for f in kept])
     cell = CellMarginal(centres, width, weights, given.log_scale)
     mode = nodes[int(np.argmax(weights))]
-    marginals = {}
-    for name in model.checked.variables:
-        if name == h:
-            marginals[name] = cell
-        elif name in mode.marginals:
-            marginals[name] = mixture([p.marginals[name] for p in nodes], weights)
+    marginals = mixed_marginals(list(model.checked.variables), h, cell, nodes)
     runs = [f.run for f in kept]
     values = np.exp(centres) if given.log_scale else centres
     coordinate = f"log {h}" if given.log_scale else h

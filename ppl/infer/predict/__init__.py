@@ -1,6 +1,8 @@
 """Prediction and held-out scoring on new data with a fitted posterior (`Posterior.predict`,
 `Posterior.score`, `ppl predict`, `ppl score`): fold-in of the new rows' local variables with the
-globals at q (`fold`), the predictive of each response cell (`predictive`), and the results."""
+globals at q (`fold`), the predictive of each response cell (`predictive`), and the results. A
+posterior with several parts (a grid's nodes, `Posterior.parts`) is folded in part by part, and
+the predictive is the parts' mixed by their weights (`predictive.mixed`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import numpy as np
 from ppl.diagnostics import ModelError
 
 from ppl.infer.predict.fold import fold_in
-from ppl.infer.predict.predictive import response_mixture
+from ppl.infer.predict.predictive import mixed, response_mixture
 from ppl.infer.predict.result import Prediction, Score, local_marginals
 
 INTERVAL = (0.025, 0.975)
@@ -18,17 +20,18 @@ INTERVAL = (0.025, 0.975)
 def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
     """The locals of the new groups, fitted, and the predictive of every empty response cell."""
     model = model_of(posterior, model)
-    fold = fold_in(posterior, model, data, na=na, seed=seed)
+    folds = _folds(posterior, model, data, na=na, seed=seed)
+    fold = folds[0][1]
     cells = {}
     for name, held in fold.held.items():
         if held.any():
-            mixture = response_mixture(fold.problem, fold.state, name)
+            mixture = mixed([(w, response_mixture(f.problem, f.state, name)) for w, f in folds])
             flat = held.reshape(-1)
             values = [mixture.mean(), np.sqrt(mixture.var())] + [mixture.quantile(q) for q in INTERVAL]
             cells[name] = {k: np.where(flat, v, np.nan).reshape(held.shape)
                            for k, v in zip(("mean", "sd", "q2.5", "q97.5"), values)}
     plates = {n: v.plates for n, v in model.checked.variables.items()}
-    return Prediction(cells, local_marginals(fold), fold.new.group_labels, fold.new.seen,
+    return Prediction(cells, _locals(folds), fold.new.group_labels, fold.new.seen,
                       fold.plan.group_dim, plates, fold.new.dataset.source)
 
 
@@ -36,18 +39,36 @@ def score(posterior, data, model=None, na=None, seed=0) -> Score:
     """log p(y_n | training data) of every observed response cell, each from its own predictive:
     every response cell is held out, so no cell informs the locals another is scored with."""
     model = model_of(posterior, model)
-    fold = fold_in(posterior, model, data, hold_all=True, na=na, seed=seed)
+    folds = _folds(posterior, model, data, hold_all=True, na=na, seed=seed)
+    fold = folds[0][1]
     cells = {}
     for name, observed in fold.new.observed.items():
         factor = next(f for f in fold.problem.factors if f.factor.target.name == name)
         if type(factor).__name__ == "JointGaussian":
             raise ModelError("E352", f"`{name}` is a vector response: this version predicts its coordinates but "
                              "does not score its rows", span=factor.factor.span)
-        mixture = response_mixture(fold.problem, fold.state, name)
+        mixture = mixed([(w, response_mixture(f.problem, f.state, name)) for w, f in folds])
         values = np.asarray(fold.new.dataset.arrays[name], dtype=float).reshape(-1)
         density = mixture.logpdf(values)
         cells[name] = np.where(observed.reshape(-1), density, np.nan).reshape(observed.shape)
     return Score(cells, fold.new.dataset.source)
+
+
+def _folds(posterior, model, data, **options) -> list:
+    """(weight, fold-in) of every part of the posterior (one, or a grid's nodes), each part with
+    the model it was fitted to."""
+    return [(weight, fold_in(part, given, data, **options))
+            for (weight, part), given in zip(posterior.parts, posterior.part_models(model))]
+
+
+def _locals(folds: list) -> dict:
+    """q of the new rows' locals: one fold's, or the mixture of the parts' (`ppl.infer.grid.mixture`)."""
+    if len(folds) == 1:
+        return local_marginals(folds[0][1])
+    from ppl.infer.grid.mixture import mixture
+    each = [local_marginals(f) for _, f in folds]
+    weights = np.array([w for w, _ in folds])
+    return {name: mixture([q[name] for q in each], weights) for name in each[0]}
 
 
 def model_of(posterior, model):

@@ -1,8 +1,9 @@
 """Fold-in: the local variables of new data fitted with the global variables held at q.
 
 The schedule's own E-step does the fitting (`SVI.e_step`, ppl.infer.schedule): the model is
-bound to the new rows, every global takes its natural parameters from the posterior, the locals
-start from their priors and are swept to convergence. Two additions:
+bound to the new rows, every global takes its natural parameters from the posterior (a block's log-normal precision as
+the Gamma of its mean and variance: the fold-in is mean field), the locals start from their
+priors and are swept to convergence. Two additions:
 
 - a held-out response cell (empty in the new data, or every cell when scoring) has zero weight
   in its factor, through the row-weight mechanism (ppl.infer.weights): it sends no message and
@@ -99,7 +100,7 @@ def _set_globals(problem, state, posterior, names) -> None:
         if source is None:
             raise ModelError("E351", f"the posterior has no q for the global variable `{name}`",
                              span=problem.model.variables[name.strip("()").split(",")[0]].span)
-        family, natural = problem.families[name], np.asarray(source.natural, dtype=float)
+        family, natural = problem.families[name], _natural(source, problem.families[name])
         ours = tuple(problem.shapes[name]) + tuple(getattr(family, "event_shape", ()))
         theirs = natural.shape[:-1] + tuple(getattr(source.family, "event_shape", ()))
         if ours != theirs:
@@ -109,6 +110,18 @@ def _set_globals(problem, state, posterior, names) -> None:
                             hint="give the new data the columns and levels of the training data")
         natural = natural.reshape(-1, family.size)
         state.set(name, natural.copy())
+
+
+def _natural(source, family) -> np.ndarray:
+    """A global's natural parameters in the fold-in's family. The fold-in is mean field: a
+    precision that a Gaussian block held log-normal becomes the Gamma of the same mean m and
+    variance v (shape m²/v, rate m/v)."""
+    from ppl import families as fam
+    natural = np.asarray(source.natural, dtype=float)
+    if isinstance(getattr(source, "family", None), fam.LogNormal) and isinstance(family, fam.Gamma):
+        m, v = source.family.mean(natural), source.family.sd(natural) ** 2
+        return family.natural(shape=m * m / v, rate=m / v)
+    return natural
 
 
 def _pin_seen(problem, state, posterior, plan, seen: np.ndarray) -> None:

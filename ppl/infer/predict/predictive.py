@@ -124,6 +124,20 @@ class CategoricalMixture:
         return 1.0 + np.argmax(cumulative >= q - 1e-12, axis=1)
 
 
+def mixed(parts: list):
+    """Σ_k w_k · predictive_k of one response over the (weight, predictive) `parts` of a posterior
+    (a grid's nodes): every part's components side by side, its weights times its own."""
+    if len(parts) == 1:
+        return parts[0][1]
+    first = parts[0][1]
+    weights = np.concatenate([w * m.weights for w, m in parts], axis=1)
+    if isinstance(first, CategoricalMixture):
+        probs = [np.broadcast_to(m.probs, m.weights.shape + m.probs.shape[-1:]) for _, m in parts]
+        return CategoricalMixture(weights, np.concatenate(probs, axis=1), first.offset)
+    params = tuple(np.concatenate(p, axis=1) for p in zip(*(m.params for _, m in parts)))
+    return Mixture(first.dist, weights, params, first.discrete)
+
+
 def predicted(problem, f) -> bool:
     """Whether `response_mixture` computes the predictive of factor `f`'s response."""
     kind = type(f).__name__

@@ -18,9 +18,25 @@ import numpy as np
 
 from scipy.special import logsumexp
 
+from ppl.diagnostics import ModelError
 from ppl.infer.access import Unsupported
+from ppl.infer.factors.joint import group_key
 from ppl.infer.gamma_shape import log_shape_derivative
 from ppl.infer.pathwise import dirichlet_fisher_solve
+
+
+def check_drawable(problem, names) -> None:
+    """SSMF draws every global from q, and a `@joint` Normal–Gamma/Wishart factor has no sampler:
+    refused at its annotation (E284, the analyzer's `@joint` code) before the first step."""
+    for group in problem.analysis.groups:
+        if group_key(group) in names and not hasattr(problem.families[group_key(group)], "sample"):
+            note = next(n for f in problem.model.factors_of(group.mean) for n in f.annotations if n.rule == "joint")
+            pair = f"Normal–{problem.model.variables[group.precision].dist}"
+            schedule = problem.schedule.name
+            raise ModelError("E284", f"`@joint` cannot apply to `{group.mean}` under `schedule {schedule}`: it draws "
+                             f"the globals from q, and q({group.mean}, {group.precision}) is one {pair} factor that "
+                             "ppl does not draw", span=note.span,
+                             hint="use `schedule svi`, or drop `@joint` (q then factorises)")
 
 
 def pin_draws(state, names, rng, reparameterised: bool = False) -> dict:

@@ -52,6 +52,18 @@ def batch_e_step(problem, state, step=lambda name: 1.0) -> int:
     return fit_locals(problem, state, order, problem.inner, problem.schedule.local_tol, step, problem.schedule.estep)
 
 
+def locals_from_globals(problem, state, names) -> None:
+    """One E-step of the locals `names` (in sweep order) at the current globals and other locals,
+    the fused kernel's when it has one: a sweep from variables moved by an accelerator then reads
+    these locals fitted to them, so the sweep is the map of the moved variables alone
+    (ppl.infer.accelerate)."""
+    if getattr(problem.kernel, "e_step", None) is not None:
+        problem.kernel.e_step(state)
+    else:
+        fit_locals(problem, state, [n for n in problem.local if n in names], problem.inner,
+                   problem.schedule.local_tol, estep=problem.schedule.estep)
+
+
 def random_start(problem, state, rng) -> None:
     """`init=random` in batch: the globals drawn (`random_globals`), then the locals fitted to
     them, so that the first M-step reads responsibilities of the random topics."""

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 
 import time
+from functools import partial
 
 import numpy as np
 
 from ppl.data.stream import GroupedSource
-from ppl.diagnostics import ModelError
+from ppl.diagnostics import DataError, ModelError
 from ppl.infer.build import build_problem
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.blocks import current_block, dirichlet_categorical
 from ppl.infer.schedule.plan import plan_for
-from ppl.infer.schedule.sampled import gibbs, pin_draws, ssmf_message, unpin
+from ppl.infer.schedule.sampled import check_drawable, gibbs, pin_draws, ssmf_message, unpin
 from ppl.infer.schedule.steps import data_factors, estep_order, fit_locals, global_step, random_globals
 
 SMOOTHING = 10  # steps averaged on each side of the convergence test, at least
@@ -62,8 +63,11 @@ class SVI:
         batch_rng, rng = rng.spawn(2)
         self.problem, self.rng, self.spec = problem, rng, problem.schedule
         self.plan = plan_for(problem.model, problem.scopes, problem.latent, self.spec.span, problem.analysis.chains)
+        if self.spec.name in ("ssmf", "ssmf_a"):
+            check_drawable(problem, self.plan.globals)
         self.streamed = source is not None
         self.groups = source or GroupedSource.from_dataset(problem.model, problem.dataset, self.plan.group_column)
+        refuse_empty_groups(self.groups)
         self.batches = Minibatches(self.groups.groups, self.spec.batch, batch_rng)
         self.globals: dict = {}
         self.local_order = estep_order(problem, self.plan.locals)
@@ -98,10 +102,7 @@ class SVI:
         data = data_factors(problem, self.plan)
         topics, counts = fused if fused is not None else fused_counts(problem, state)[1]
         for name in self.plan.globals:
-            transform = None
-            if draws is not None:
-                def transform(natural, counts, draw=draws[name]):
-                    return ssmf_message(natural, counts, draw)
+            transform = partial(ssmf_message, draw=draws[name]) if draws is not None else None
             global_step(problem, state, name, scale, rho, data, transform, observed=counts if name == topics else None)
             self.globals[name] = state.natural[name]
 
@@ -193,10 +194,27 @@ def fused_counts(problem, state) -> tuple:
     return block, (block.topics, block.topic_counts(state)) if block is not None else (None, None)
 
 
+def refuse_empty_groups(groups) -> None:
+    """A minibatch of groups with no rows has nothing to fit (a loop over none of its rows, a
+    chain with no sequence): levels of the group column that no row takes are refused (E810)."""
+    sizes = getattr(groups, "group_sizes", None)  # a cluster's partitions hold their groups' rows
+    empty = np.flatnonzero(sizes == 0) if sizes is not None else ()
+    if len(empty):
+        labels = groups.levels[groups.group]
+        shown = ", ".join(str(labels[i]) for i in empty[:5]) + (", ..." if len(empty) > 5 else "")
+        raise DataError("E810", f"`{groups.group}` has levels that no row takes ({shown}; {len(empty)} of "
+                        f"{groups.groups}): a stochastic schedule fits minibatches of these groups, and an empty one "
+                        "has nothing to fit", column=groups.group, source=groups.source,
+                        hint=f"give `{groups.group}` only the levels its rows take, or use `schedule batch`")
+
+
 def minibatch_e_step(problem, state, order: list, spec, rng, estep: str = "vmp") -> int:
     """The local blocks of a minibatch's groups, starting from the globals: mean field (or CVB0)
     to convergence, or Gibbs sweeps over their exact conditional; where the data are, on a
-    cluster, too (`ppl.cluster.worker`)."""
+    cluster, too (`ppl.cluster.worker`). A data variable with missing cells is local only in the
+    groups that miss some: the others observe it whole, and their E-step leaves it out."""
+    latent = set(problem.latent)
+    order = [n for n in order if n in latent]
     if estep == "gibbs":
         fit_locals(problem, state, order, 1, spec.local_tol)  # a start for the chain
         return gibbs(problem, state, order, spec.local_sweeps, rng)

@@ -9,7 +9,7 @@ progress calls: the least disturbed by the other jobs of a shared machine); byte
 pickled task arguments and the reduced reply of every round. One BLAS thread. Writes the
 section "## Dask cluster (batch VMP)" of docs/benchmarks.md.
 
-    python3 benchmarks/dask.py [--rows 100000] [--sweeps 8] [--no-write]
+    python3 benchmarks/dask_cluster.py [--rows 100000] [--sweeps 8] [--no-write]
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]  # this file is not `dask`
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -46,8 +45,7 @@ def one_process(path: str, sweeps: int) -> float:
     """Seconds of the fastest sweep of the engine in this process (no SQUAREM, as on a cluster)."""
     import ppl
     import pandas as pd
-    from pathlib import Path as P
-    frame = pd.concat([pd.read_csv(f) for f in sorted(P(path).parent.glob("part*.csv"))])
+    frame = pd.concat([pd.read_csv(f) for f in sorted(Path(path).parent.glob("part*.csv"))])
     stamps = []
     model = ppl.load(ROOT / "models" / "gmm.vim", set={"K": K})
     model.infer(frame, seed=0, max_iter=sweeps, tol=1e-300, mean_tol=1e-300, accelerate=False,
@@ -63,7 +61,7 @@ def on_cluster(client, path: str, sweeps: int) -> tuple:
     model = ppl.load(ROOT / "models" / "gmm.vim", set={"K": K})
     source = ClusterSource(client, model.checked, path, None)
     try:
-        dataset = source.take(np.arange(100))
+        dataset = source.take(np.arange(min(100, source.groups)))  # a few groups bind the start
         problem = build_problem(model.checked, dataset, model.analyze(dataset))
         source.measure = True
         stamps, sent = [], []
@@ -115,7 +113,7 @@ def main() -> None:
 
 def report(args, single: float, grid: list, growth: list) -> str:
     lines = ["## Dask cluster (batch VMP)", "",
-             f"`python3 benchmarks/dask.py`, one BLAS thread; {machine()}; a shared machine (2 cores, other jobs "
+             f"`python3 benchmarks/dask_cluster.py`, one BLAS thread; {machine()}; a shared machine (2 cores, other jobs "
              "running), so the timings are noisy and two workers cannot show a speed-up here.", "",
              f"models/gmm.vim with K = 3 (a Gaussian mixture, D = 2, `@joint`) on {args.rows:,} synthetic rows in P CSV files, local "
              "clusters of W worker processes (one thread each). A sweep is one round: the client sends the "
@@ -133,16 +131,16 @@ def report(args, single: float, grid: list, growth: list) -> str:
     per_row = single / args.rows
     smallest, round_trip = growth[0][0], growth[0][1]  # the fewest rows: the round's fixed cost, nearly
     per_part = max(g[3] for g in grid) / max(g[1] for g in grid)
-    rows, workers, parts = 1e9, 100, 400
-    compute = per_row * rows / workers
+    paper_rows, paper_workers, paper_parts = 1e9, 100, 400
+    compute = per_row * paper_rows / paper_workers
     lines += ["", "**On paper, 1e9 rows on 100 workers** (400 partitions of 2.5e6 rows, four per worker, one thread "
               f"each): the E-step, messages and ELBO terms cost {1e9 * per_row:.0f} ns per row here (one process), "
               f"so {compute:.0f} s of compute per sweep on each worker. The round's own cost is at most the sweep "
               f"time at {smallest:,} rows, {1000 * round_trip:.0f} ms here (tasks, the tree of sums, the client's "
               "update); on 100 workers it grows with the partitions (400 tasks, 3 levels of the tree at a fan-in "
               f"of 8), not with the rows. Traffic is about {per_part / 1e3:.1f} kB per partition (the globals out, "
-              f"its share of the tree's replies): {per_part * parts / 1e6:.1f} MB per sweep whatever the rows. A "
-              f"sweep: about {compute:.0f} s, compute-bound, against {compute * workers / 3600:.1f} hours in one "
+              f"its share of the tree's replies): {per_part * paper_parts / 1e6:.1f} MB per sweep whatever the rows. A "
+              f"sweep: about {compute:.0f} s, compute-bound, against {compute * paper_workers / 3600:.1f} hours in one "
               "process (if the data fitted in its memory)."]
     return "\n".join(lines) + "\n"
 
