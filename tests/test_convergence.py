@@ -178,7 +178,7 @@ def test_cli_reports_the_stop_in_the_header_and_the_json(tmp_path, capsys):
 
 def test_mean_tol_must_be_positive(capsys):
     assert main(["infer", str(MODELS / "gaussian.vim"), str(MODELS / "gaussian.csv"), "--mean-tol", "0"]) == 1
-    assert "mean_tol must be positive" in capsys.readouterr().err
+    assert "mean_tol (--mean-tol) must be positive" in capsys.readouterr().err
 
 
 class _Stochastic:

@@ -99,3 +99,14 @@ def test_ordered_logistic_of_no_latent_variable_is_located(statement, column, tm
     assert error.value.code == "E500" and (error.value.span.line, error.value.span.column) == (5, column)
     assert "reads a latent variable" in error.value.message
     ppl.compile(ORDINAL + "rating ~ OrderedLogistic(w * x, cut)\n").infer(data, seed=0, max_iter=3)
+
+
+def test_the_inner_loop_measures_only_the_categories_that_are_switched_on():
+    """A switched-off category's E[log π] stays −∞ (−∞ − −∞ is NaN): the change is taken over the
+    others, and over none (0, no warning) when the fuzzer switches every one off."""
+    import warnings
+    from ppl.infer.schedule.steps import _relative_change
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _relative_change(np.array([-np.inf, 1.0]), np.array([-np.inf, 2.0])) == 0.5
+        assert _relative_change(np.full(3, -np.inf), np.full(3, -np.inf)) == 0.0

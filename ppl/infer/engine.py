@@ -59,13 +59,13 @@ class Options:
     def validate(self) -> "Options":
         from ppl.diagnostics import OptionError
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
-            raise OptionError("E310", f"max_iter must be a positive integer, got {self.max_iter!r}")
+            raise OptionError("E310", f"max_iter (--max-iter) must be a positive integer, got {self.max_iter!r}")
         if not (self.tol > 0):
-            raise OptionError("E311", f"tol must be positive, got {self.tol!r}")
+            raise OptionError("E311", f"tol (--tol) must be positive, got {self.tol!r}")
         if not (self.mean_tol > 0):
-            raise OptionError("E314", f"mean_tol must be positive, got {self.mean_tol!r}")
+            raise OptionError("E314", f"mean_tol (--mean-tol) must be positive, got {self.mean_tol!r}")
         if not (isinstance(self.restarts, (int, np.integer)) and self.restarts >= 1):
-            raise OptionError("E312", f"restarts must be a positive integer, got {self.restarts!r}")
+            raise OptionError("E312", f"restarts (--restarts) must be a positive integer, got {self.restarts!r}")
         if not (0 < self.damping <= 1):
             raise OptionError("E313", f"damping must be in (0, 1], got {self.damping!r}")
         if not any(self.accelerate is v for v in ACCELERATORS) and self.accelerate not in ACCELERATORS[3:]:

@@ -130,7 +130,8 @@ def fit_locals(problem, state, names: list, inner: int, tol: float, step=lambda 
 def _relative_change(before: np.ndarray, after: np.ndarray) -> float:
     with np.errstate(invalid="ignore"):  # -inf - -inf for a switched-off category
         change = np.abs(after - before) / (1.0 + np.abs(before))
-    return float(np.nanmax(change)) if change.size else 0.0
+    measured = change[~np.isnan(change)]  # all NaN when every category is switched off
+    return float(measured.max()) if measured.size else 0.0
 
 
 def data_factors(problem, plan) -> set:
