@@ -97,15 +97,20 @@ def predict_rows(sizes, repeat, folder: Path):
     return out
 
 
+def _head(section, command, about, *table_head) -> list:
+    """A section's title, how it was run, what it measures, and its table's first two lines."""
+    return [section, "", f"`{command}` on {machine()}; one BLAS thread, best of the repeats. Timings are "
+            "noisy: other jobs shared the machine.", "", about, "", *table_head]
+
+
 def render_predict(table, command) -> str:
-    lines = [PREDICT, "", f"`{command}` on {machine()}; one BLAS thread, best of the repeats. Timings are "
-             "noisy: other jobs shared the machine.", "",
-             "After the fits of the section above: `predict` of every row with its response empty (the first "
-             "30 rows at a new site), `score` of every row, `save` and `Posterior.load` of the JSON file. A grid "
-             "posterior has one part per node, each folded in with the model given its τ_b; its file holds "
-             "every node's q ([rules/grid.md](rules/grid.md#saving-predicting-plotting)).", "",
-             "| G | rows | q | parts | predict s | score s | save s | load s | file KB |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines = _head(PREDICT, command,
+                  "After the fits of the section above: `predict` of every row with its response empty (the first "
+                   "30 rows at a new site), `score` of every row, `save` and `Posterior.load` of the JSON file. A grid "
+                   "posterior has one part per node, each folded in with the model given its τ_b; its file holds "
+                  "every node's q ([rules/grid.md](rules/grid.md#saving-predicting-plotting)).",
+                  "| G | rows | q | parts | predict s | score s | save s | load s | file KB |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for label, rows_, name, parts, predict, score, save, load, size in table:
         lines.append(f"| {label} | {rows_} | {name} | {parts} | {predict:.2f} | {score:.2f} | {save:.2f} | "
                      f"{load:.2f} | {size:.0f} |")
@@ -113,13 +118,12 @@ def render_predict(table, command) -> str:
 
 
 def render(table, command) -> str:
-    lines = [SECTION, "", f"`{command}` on {machine()}; one BLAS thread, best of the repeats. Timings are "
-             "noisy: other jobs shared the machine.", "",
-             "`ppl infer` of models/hierarchical_logistic.vim with `--gaussian-block all`, without and with "
-             "`--grid tau_b` ([rules/grid.md](rules/grid.md)); sweeps count the ordinary run's and every "
-             "node's. The last row of each size starts every node from the usual initialisation instead "
-             "of its neighbour's q.", "",
-             "| G | q | nodes | sweeps | seconds | ELBO |", "|---|---|---:|---:|---:|---:|"]
+    lines = _head(SECTION, command,
+                  "`ppl infer` of models/hierarchical_logistic.vim with `--gaussian-block all`, without and with "
+                   "`--grid tau_b` ([rules/grid.md](rules/grid.md)); sweeps count the ordinary run's and every "
+                   "node's. The last row of each size starts every node from the usual initialisation instead "
+                  "of its neighbour's q.",
+                  "| G | q | nodes | sweeps | seconds | ELBO |", "|---|---|---:|---:|---:|---:|")
     for label, name, nodes, sweeps, seconds, elbo in table:
         lines.append(f"| {label} | {name} | {nodes} | {sweeps} | {seconds:.2f} | {elbo:.3f} |")
     return "\n".join(lines) + "\n"
