@@ -219,8 +219,9 @@ def quadrature(lik: Likelihood, y, n, m, v):
     stay in cache, and each block evaluates the link once for all three integrands."""
     if lik.closed_form is not None:
         return lik.closed_form(y, n, m, v)
-    shape = np.broadcast_shapes(np.shape(y), np.shape(n), np.shape(m), np.shape(v))
-    y, n, m, v = (_flat(a, shape) for a in (y, n, m, v))
+    shape = np.broadcast(y, n, m, v).shape  # one C call (np.broadcast_shapes is a dozen in Python)
+    y, n, m, v = (a.reshape(-1) if type(a) is np.ndarray and a.dtype == float and a.shape == shape else _flat(a, shape)
+                  for a in (y, n, m, v))
     out = np.empty((3, m.size))
     wide = v > WIDE
     # every margin narrow (the usual case): blocks of consecutive margins, sliced, not gathered
@@ -232,7 +233,7 @@ def quadrature(lik: Likelihood, y, n, m, v):
             eta, w = rule(m[block], v[block])
             for k, h in enumerate(lik.values(y[block, None], n[block, None], eta)):
                 out[k, block] = h @ w if w.ndim == 1 else np.einsum("ij,ij->i", h, w)
-    return tuple(o.reshape(shape) for o in out)
+    return tuple(out.reshape((3,) + shape))
 
 
 def _flat(a, shape: tuple) -> np.ndarray:
@@ -350,4 +351,4 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
         out[0, block], out[1, block], out[2, block] = value @ average, d1 @ average, d2 @ average
         value -= out[0, block, None]  # the variance from the deviations of the mean already formed
         out[3, block] = np.einsum("ij,ij->i", value, value) / (samples * (samples - 1)) if samples > 1 else np.nan
-    return tuple(o.reshape(shape) for o in out)
+    return tuple(out.reshape((3,) + shape))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import abc
 import functools
+from itertools import repeat
 
 import numpy as np
 
@@ -101,8 +102,8 @@ class FactorRuntime(abc.ABC):
         """The summed message to variable `name` in its natural layout, (elements, size);
         `factored`: a contraction's message to a single vector may stay in data space
         (ppl.infer.low_rank)."""
-        weights = self.message_weights(state, name)
         count = self.count(name)
+        weights = self.weights(state) if count is None else self.message_weights(state, name)
         total = 0.0
         for access in self.reads.get(name, ()):
             if access is self.selector:
@@ -130,8 +131,8 @@ class FactorRuntime(abc.ABC):
     def version_key(self, state, names=None) -> tuple:
         """Identifies q of the variables `names` (default: all this factor reads): a value computed
         from them can be reused while the key is unchanged."""
-        versions = state.versions
-        return (id(state), *[versions.get(n, 0) for n in (self._read_names if names is None else names)])
+        names = self._read_names if names is None else names
+        return (id(state), *map(state.versions.get, names, repeat(0, len(names))))
 
     @functools.cached_property
     def _read_names(self) -> tuple:
