@@ -62,7 +62,7 @@ class MvNormal(ExponentialFamily):
         flat = np.asarray(flat, float)
         d = self.dim
         lam2 = flat[..., d:].reshape(flat.shape[:-1] + (d, d))
-        return flat[..., :d], -(lam2 + np.swapaxes(lam2, -1, -2))
+        return flat[..., :d], -(lam2 + lam2.swapaxes(-1, -2))
 
     def _join(self, vec, mat):
         shape = np.broadcast_shapes(vec.shape[:-1], mat.shape[:-2])

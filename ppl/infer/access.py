@@ -9,6 +9,8 @@ element, as `np.bincount` does, which is the map-reduce seam of the design).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ppl.diagnostics import ModelError
@@ -86,9 +88,10 @@ class Access:
                 weighted = weighted.sum(axis=self.plate_rank, keepdims=True)  # Σ_k r_k · message_k
             return self.scatter(weighted)
         plate = weights.shape[: self.plate_rank]
-        count = int(np.prod(plate, dtype=np.int64))
+        count = math.prod(plate)
         w = weights.reshape(count, -1)
-        m = np.broadcast_to(message, plate + message.shape[self.plate_rank:])
+        shape = plate + message.shape[self.plate_rank:]
+        m = message if message.shape == shape else np.broadcast_to(message, shape)
         m = m.reshape(count, m.shape[self.plate_rank], -1)
         # Contiguous operands keep matmul on BLAS; a sliced broadcast view is ~50x slower.
         if m.shape[1] == 1:

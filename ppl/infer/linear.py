@@ -336,4 +336,6 @@ def vector_dim(state, access) -> int:
 
 def expand(x):
     """A trailing axis for broadcasting against a vector (scalars stay scalars)."""
+    if isinstance(x, np.ndarray):  # the usual case, without np.ndim's three calls
+        return x[..., None] if x.ndim else x
     return np.asarray(x)[..., None] if np.ndim(x) else x

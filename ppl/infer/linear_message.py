@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppl.families.base import stack_last
 from ppl.infer.access import Unsupported
 from ppl.infer.linear import (LinearForm, contraction, expand, scalar_part, term_mean, vector_dim,
                               vector_moments)
@@ -50,8 +51,7 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
         a1, a2 = x1 * s1, x2 * s2
     if form.event:
         raise Unsupported(f"a scalar latent scaling the vector mean of `{factor.name}`", factor.span)
-    first, second = np.broadcast_arrays(prec * a1 * residual, -0.5 * prec * a2)
-    return np.stack([first, second], axis=-1)
+    return stack_last(prec * a1 * residual, -0.5 * prec * a2)
 
 
 class OuterMessage:

@@ -188,7 +188,7 @@ class State:
             h = np.where(self.observed[name][1], 0.0, h)
         if name in self.counts:
             return float(np.sum(self.counts[name] * h))
-        return float(np.sum(h))
+        return float(h.sum() if isinstance(h, np.ndarray) else h)
 
     def copy(self, natural: dict | None = None) -> "State":
         """An independent state with this one's λ, or with `natural` (an earlier `dict(state.natural)`)."""

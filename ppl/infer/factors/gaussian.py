@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.families.base import chol_inverse, diagonal_of
+from ppl.families.base import chol_inverse, diagonal_of, stack_last
 from ppl.infer.access import Unsupported
 from ppl.infer.diagonal import constant_diagonal
 from ppl.infer.factors.base import FactorRuntime
@@ -49,7 +49,7 @@ class GaussianFactor(FactorRuntime):
         if not self.dim:
             return y2 - 2 * y1 * m1 + m2
         cross = np.einsum("...i,...j->...ij", y1, m1)
-        return y2 - cross - np.swapaxes(cross, -1, -2) + m2
+        return y2 - cross - cross.swapaxes(-1, -2) + m2
 
     def _expected_log(self, state):
         kernel = state.kernel_of(self.factor.target.name) if self.dim else None
@@ -106,7 +106,7 @@ class GaussianFactor(FactorRuntime):
         prec, _ = self.precision.expect(state)
         m1 = form_mean(state, self.mean)
         if not self.dim:
-            return np.stack(np.broadcast_arrays(prec * m1, -0.5 * prec), axis=-1)
+            return stack_last(prec * m1, -0.5 * prec)
         return pack(np.einsum("...ij,...j->...i", prec, m1), -0.5 * prec)
 
     def _to_mean_read(self, state, access):
@@ -248,16 +248,16 @@ class _Precision:
         s = self.scale
         d = self.owner.dim
         if self.kind == "gamma":
-            return np.stack(np.broadcast_arrays(0.5 + 0 * err, -0.5 * s * err), axis=-1)
+            return stack_last(0.5 + 0 * err, -0.5 * s * err)
         if self.kind == "wishart":
             scaled = -0.5 * expand(expand(s)) * err
             half = np.full(err.shape[:-2] + (1,), 0.5)
             return np.concatenate([scaled.reshape(err.shape[:-2] + (d * d,)), half], axis=-1)
         if self.kind == "gamma-matrix":
             trace = np.einsum("...ij,...ji->...", self.matrix, err)
-            return np.stack(np.broadcast_arrays(0.5 * d + 0 * trace, -0.5 * s * trace), axis=-1)
-        diagonal = np.diagonal(err, axis1=-2, axis2=-1)  # diag: message per coordinate of alpha
-        return np.stack(np.broadcast_arrays(0.5 + 0 * diagonal, -0.5 * expand(s) * diagonal), axis=-1)
+            return stack_last(0.5 * d + 0 * trace, -0.5 * s * trace)
+        diagonal = err.diagonal(axis1=-2, axis2=-1)  # diag: message per coordinate of alpha
+        return stack_last(0.5 + 0 * diagonal, -0.5 * expand(s) * diagonal)
 
 
 class _WholeVector:
