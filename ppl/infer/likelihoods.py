@@ -351,4 +351,4 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
         out[0, block], out[1, block], out[2, block] = value @ average, d1 @ average, d2 @ average
         value -= out[0, block, None]  # the variance from the deviations of the mean already formed
         out[3, block] = np.einsum("ij,ij->i", value, value) / (samples * (samples - 1)) if samples > 1 else np.nan
-    return tuple(out.reshape((3,) + shape))
+    return tuple(out.reshape((4,) + shape))

@@ -22,7 +22,7 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
 
         (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
     """
-    term = next(t for t in form.terms if any(access is r for r in t.reads()))
+    term = form.term_of(access)
     others = form.offset
     for other in form.terms:
         if other is not term:
@@ -88,5 +88,7 @@ def _weighted(weights, a):
 def pack(h, j):
     """(h, vec J) as one flat message; the two may broadcast against each other (plate-free reads)."""
     j = j.reshape(j.shape[:-2] + (-1,))
-    lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
-    return np.concatenate([np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])], axis=-1)
+    if h.shape[:-1] != j.shape[:-1]:  # numpy's broadcast helpers cost a dozen Python calls each: only when needed
+        lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
+        h, j = np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])
+    return np.concatenate([h, j], axis=-1)

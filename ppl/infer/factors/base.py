@@ -16,6 +16,8 @@ from ppl.infer.plates import Plate
 from ppl.infer.weights import count_for, factor_counts, weighted_sum
 from ppl.lang import ast
 
+_ZEROS = repeat(0)  # the version of a variable never set, for every name (map stops at the names)
+
 
 class FactorRuntime(abc.ABC):
     """Base of the conjugate factor runtimes.
@@ -132,7 +134,7 @@ class FactorRuntime(abc.ABC):
         """Identifies q of the variables `names` (default: all this factor reads): a value computed
         from them can be reused while the key is unchanged."""
         names = self._read_names if names is None else names
-        return (id(state), *map(state.versions.get, names, repeat(0, len(names))))
+        return (id(state), *map(state.versions.get, names, _ZEROS))
 
     @functools.cached_property
     def _read_names(self) -> tuple:
