@@ -81,6 +81,8 @@ class GaussianSum:
             return GaussianSum(self.base, parts, self.scale + other.scale)
         if not self.parts and _zero(self.base):  # the empty sum a node starts from
             return GaussianSum(other.base, parts, other.scale)
+        if self.scale == 1.0 and _zero(other.base):  # rows alone (a contraction's message): the same dense part
+            return GaussianSum(self.base, parts)
         return GaussianSum(_plus(self.dense_part, other.dense_part), parts)
 
     __radd__ = __add__
