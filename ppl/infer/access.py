@@ -9,6 +9,7 @@ element, as `np.bincount` does, which is the map-reduce seam of the design).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -45,6 +46,13 @@ class Access:
         self.plate_free = bool(np.all(index == first))
         self.components = first
 
+    @functools.cached_property
+    def in_order(self) -> tuple[bool, bool]:
+        """Whether the flat index, and the components, read elements 0..size−1 once each in order:
+        a scatter through them is a copy (tested once per read, not once per message)."""
+        return tuple(len(i) == self.size and bool(np.array_equal(i, np.arange(self.size)))
+                     for i in (self.index.reshape(-1), self.components))
+
     def take(self, rows: np.ndarray) -> "Access":
         """This read on `rows` of the first plate axis alone (a minibatch of a factor's data)."""
         index = self.index if self.index.shape[0] == 1 else self.index[rows]
@@ -67,7 +75,7 @@ class Access:
         """message plate + (C, S) → (size, S), summed over the plate elements reading each element."""
         shape = self.index.shape + message.shape[self.plate_rank + 1:]
         message = message if message.shape == shape else np.broadcast_to(message, shape)
-        return sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
+        return sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size, self.in_order[0])
 
     def scatter_weighted(self, message, weights: np.ndarray, factored: bool = False) -> np.ndarray:
         """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S)).
@@ -79,7 +87,7 @@ class Access:
             if self.plate_free and weights.shape[-1] == 1 and len(self.components) == 1:
                 if factored and self.size == 1:
                     return message.low_rank(weights)
-                return sum_by_index(self.components, message.weighted_sum(weights), self.size)
+                return sum_by_index(self.components, message.weighted_sum(weights), self.size, self.in_order[1])
             message = message.dense()
         if not self.plate_free:
             w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
@@ -98,7 +106,7 @@ class Access:
             per_component = np.ascontiguousarray(w.T) @ np.ascontiguousarray(m[:, 0, :])
         else:
             per_component = np.einsum("pc,pcs->cs", w, m)
-        return sum_by_index(self.components, per_component, self.size)
+        return sum_by_index(self.components, per_component, self.size, self.in_order[1])
 
     def scatter_rows(self, rows: np.ndarray) -> np.ndarray:
         """rows plate + (S,), one per plate element (not per component) → (size, S)."""
@@ -107,11 +115,14 @@ class Access:
         return sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size)
 
 
-def sum_by_index(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """out[i] = Σ values[j] over j with index[j] = i; (len(index), S) → (size, S)."""
+def sum_by_index(index: np.ndarray, values: np.ndarray, size: int, in_order: bool | None = None) -> np.ndarray:
+    """out[i] = Σ values[j] over j with index[j] = i; (len(index), S) → (size, S). `in_order`: whether
+    `index` is 0..size−1 (tested here when not given)."""
     if size == 1:
         return values.sum(axis=0, keepdims=True)
-    if len(index) == size and np.array_equal(index, np.arange(size)):
+    if in_order is None:
+        in_order = len(index) == size and np.array_equal(index, np.arange(size))
+    if in_order:
         return np.array(values, dtype=float)  # one value per element already
     out = np.empty((size, values.shape[1]))
     for column in range(values.shape[1]):

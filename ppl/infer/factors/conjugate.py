@@ -77,7 +77,7 @@ class ConjugateFactor(FactorRuntime):
                 return np.take_along_axis(eta, self.codes[..., None], -1)[..., 0] - \
                     np.broadcast_to(log_partition, eta.shape[:-1])
             value = self._target(state)
-            return (np.sum(value * eta, -1) - log_partition + self._log_base(state))
+            return ((value * eta).sum(-1) - log_partition + self._log_base(state))
         return _LATENT_PARAM[self.dist][0](self, state)
 
     def _constant_natural(self):

@@ -202,7 +202,7 @@ class _Precision:
                         self.scale = self.scale * value
                     return self._parse(latent_side, model, dim)
         if isinstance(expr, ast.Call) and expr.func == "diag" and dim and isinstance(expr.args[0], ast.Name):
-            self.kind = "diag"
+            self.kind, self.eye = "diag", np.eye(dim)  # E[diag(alpha)] = alpha ∘ I every sweep: I made once
             self.access = owner.add_read(_WholeVector(expr.args[0].id, dim, owner.builder.shape()))
             return
         if isinstance(expr, (ast.Name, ast.Index)):
@@ -242,7 +242,7 @@ class _Precision:
             sign, logdet = np.linalg.slogdet(self.matrix)
             return expand(expand(s * m[..., 1])) * self.matrix, d * (np.log(s) + m[..., 0]) + logdet
         alpha, log_alpha = m[..., 1], m[..., 0]  # diag: (plate, C, D)
-        return expand(expand(s)) * alpha[..., None] * np.eye(d), np.sum(np.log(s) + log_alpha, -1)
+        return expand(expand(s)) * alpha[..., None] * self.eye, (np.log(s) + log_alpha).sum(-1)
 
     def message(self, state, err):
         s = self.scale
