@@ -97,6 +97,8 @@ def logistic_values(y, n, eta, constant=0.0):
     np.tanh(s, out=s)
     s += 1.0
     s *= 0.5
+    if type(n) is float and n == 1.0:  # one trial (Bernoulli): the same numbers without the products by n
+        return y * eta - llp + constant, y - s, np.negative(curvature, out=curvature)
     return y * eta - n * llp + constant, y - n * s, -n * curvature
 
 
@@ -220,8 +222,10 @@ def quadrature(lik: Likelihood, y, n, m, v):
     if lik.closed_form is not None:
         return lik.closed_form(y, n, m, v)
     shape = np.broadcast(y, n, m, v).shape  # one C call (np.broadcast_shapes is a dozen in Python)
-    y, n, m, v = (a.reshape(-1) if type(a) is np.ndarray and a.dtype == float and a.shape == shape else _flat(a, shape)
-                  for a in (y, n, m, v))
+    y, m, v = (a.reshape(-1) if type(a) is np.ndarray and a.dtype == float and a.shape == shape else _flat(a, shape)
+               for a in (y, m, v))
+    one = type(n) is float  # trials given as one number (1.0: Bernoulli) stay a number, not an array of copies
+    n = n if one else _flat(n, shape)
     out = np.empty((3, m.size))
     wide = v > WIDE
     # every margin narrow (the usual case): blocks of consecutive margins, sliced, not gathered
@@ -231,7 +235,7 @@ def quadrature(lik: Likelihood, y, n, m, v):
         for start in range(0, m.size if rows is None else len(rows), BLOCK):
             block = slice(start, start + BLOCK) if rows is None else rows[start:start + BLOCK]
             eta, w = rule(m[block], v[block])
-            for k, h in enumerate(lik.values(y[block, None], n[block, None], eta)):
+            for k, h in enumerate(lik.values(y[block, None], n if one else n[block, None], eta)):
                 out[k, block] = h @ w if w.ndim == 1 else np.einsum("ij,ij->i", h, w)
     return tuple(out.reshape((3,) + shape))
 
