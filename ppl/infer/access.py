@@ -36,6 +36,8 @@ class Access:
     scatters weighted messages as one matrix product wᵀ·m, never an N × C × S array.
     """
 
+    _key = None  # version key of the cached gather (`read`): none yet
+
     def __init__(self, name: str, index: np.ndarray, size: int, selector: "Access | None" = None):
         self.name = name
         self.index = index
@@ -61,7 +63,7 @@ class Access:
     def read(self, state) -> np.ndarray:
         """`gather` of the variable's current moments, reused while the variable is unchanged."""
         key = (id(state), state.versions.get(self.name, 0))
-        if getattr(self, "_key", None) != key:
+        if self._key != key:
             self._key, self._value = key, self.gather(state.moments(self.name))
         return self._value
 

@@ -71,7 +71,7 @@ class OuterMessage:
         d = self.rows.shape[-1]
         rows = self.rows if self.rows.shape[:-1] == weights.shape else \
             np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
-        h, j = (_weighted(weights, a).reshape(-1) for a in (self.h, self.j))
+        h, j = _weighted(weights, self.h).reshape(-1), _weighted(weights, self.j).reshape(-1)
         return GaussianSum(0.0, [(rows.reshape(-1, d), h, -2 * j)])
 
     def dense(self):

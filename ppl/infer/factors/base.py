@@ -27,6 +27,8 @@ class FactorRuntime(abc.ABC):
     → E[log f] per element and component, plate + (C,).
     """
 
+    _log_key = None  # version key of the cached E[log f] (`expected_log`): none yet
+
     def __init__(self, factor, model, env, dataset):
         self.factor = factor
         self.name = factor.name
@@ -104,7 +106,7 @@ class FactorRuntime(abc.ABC):
         """The summed message to variable `name` in its natural layout, (elements, size);
         `factored`: a contraction's message to a single vector may stay in data space
         (ppl.infer.low_rank)."""
-        count = self.count(name)
+        count = self.count(name) if self.row_weights else None  # (`count` without a call per message)
         weights = self.weights(state) if count is None else self.message_weights(state, name)
         total = 0.0
         for access in self.reads.get(name, ()):
@@ -118,7 +120,7 @@ class FactorRuntime(abc.ABC):
     def elbo(self, state) -> float:
         """Σ over the plate of E_q[log f] (responsibility-weighted across components, and times
         the row weights)."""
-        count = self.count()
+        count = self.count() if self.row_weights else None
         if count is None and self.selector is None:
             value = np.asarray(self.expected_log(state))  # unit weights: summed as it is if it fills the plate
             return float((value if value.shape == self._ones.shape else self._ones * value).sum())
@@ -152,7 +154,7 @@ class FactorRuntime(abc.ABC):
         """`_expected_log`, reused while none of the variables this factor reads has changed
         (the selector's message and the ELBO of a sweep need the same values)."""
         key = self.version_key(state, self._log_names)
-        if getattr(self, "_log_key", None) != key:
+        if self._log_key != key:
             self._log_key, self._log_value = key, self._expected_log(state)
         return self._log_value
 

@@ -25,6 +25,8 @@ LOG_2PI = np.log(2 * np.pi)
 
 
 class GaussianFactor(FactorRuntime):
+    _value_key = None  # version key of the cached message to the value (`message`): none yet
+
     def __init__(self, factor, model, env, dataset, families):
         super().__init__(factor, model, env, dataset)
         self.families = families
@@ -82,7 +84,7 @@ class GaussianFactor(FactorRuntime):
         if name != self.factor.target.name or len(self.reads.get(name, ())) != 1:
             return super().message(state, name, factored)
         key = self.version_key(state, [n for n in self.reads if n != name]) + (factored,)
-        if getattr(self, "_value_key", None) != key:
+        if self._value_key != key:
             diagonal = self._diagonal_message(state) if factored else None
             self._value_key = key
             self._value_message = super().message(state, name, factored) if diagonal is None else diagonal
