@@ -185,14 +185,14 @@ class AccessBuilder:
         # The component axis is C long only for reads that a latent category selects.
         full = self.plate.shape + ((self.components,) if uses_selector else (1,))
         for axis, size in zip(axes, dims):
-            if np.any((axis < 0) | (axis >= size)):
+            if ((axis < 0) | (axis >= size)).any():
                 raise ModelError("E503", f"`{ast.text(expr)}` reads outside `{name}`'s 1..{size} with these data",
                                  span=expr.span, hint="an index past the number of rows, or a lag before the first")
         # The index over the axes' own broadcast shape, then a read-only view of the plate's shape:
         # a read that does not vary along a plate (mu[z[n]], pi) costs no N × C integers.
         flat = np.ravel_multi_index(np.broadcast_arrays(*axes), dims) if dims else np.zeros((), dtype=np.int64)
         flat = np.broadcast_to(flat, full) if flat.shape != tuple(full) else np.ascontiguousarray(flat)
-        return Access(name, flat, int(np.prod(dims, dtype=np.int64)), self.selector if uses_selector else None)
+        return Access(name, flat, int(math.prod(dims)), self.selector if uses_selector else None)
 
 
 def _with_component_axis(values: np.ndarray, plate_rank: int) -> np.ndarray:

@@ -83,7 +83,9 @@ class Problem:
         return any(getattr(f, "rule", "") in APPROXIMATE_RULES for f in self.factors)
 
     def step(self, name: str, iteration: int) -> float:
-        return step_size(self.steps.get(name, (1.0, 0.0)), iteration)
+        if name not in self.steps:  # step_size((1, 0), t) = 1 · t⁰: the plain update, without the call
+            return 1.0
+        return step_size(self.steps[name], iteration)
 
     def elbo(self, state) -> float:
         fused = self.kernel.elbo(state) if self.kernel is not None else None
