@@ -301,7 +301,7 @@ def _numeric_array(raw, decl, elem, columns, source):
     if elem in ("int", "bool"):
         bad = (values != np.round(values)) & ~missing
         if elem == "bool":
-            bad |= ~np.isin(values, (0, 1)) & ~missing
+            bad |= (values != 0) & (values != 1) & ~missing
         if bad.any():
             row, col = np.argwhere(bad)[0]
             raise DataError("E407", f"`{raw[row, col]}` is not {'0/1' if elem == 'bool' else 'an integer'} "

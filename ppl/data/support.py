@@ -10,7 +10,7 @@ from ppl.lang.distributions import SUPPORTS
 
 # support -> test that is True where a value is allowed
 _TESTS = {
-    "binary": lambda v: np.isin(v, (0, 1)),
+    "binary": lambda v: (v == 0) | (v == 1),  # np.isin's sort-based path costs ~50 us on a few values
     "count": lambda v: (v >= 0) & (v == np.round(v)),
     "counts": lambda v: (v >= 0) & (v == np.round(v)),
     "positive": lambda v: v > 0,

@@ -111,15 +111,25 @@ def dot_last(t: np.ndarray, nat: np.ndarray) -> np.ndarray:
     return np.sum(np.where(t == 0, 0.0, prod), axis=-1)
 
 
+def stack_last(*parts) -> np.ndarray:
+    """np.stack(np.broadcast_arrays(*parts), axis=-1), each part written into its slot of one new
+    array: the (…, 2) parameters, moments and messages of scalar families are made every sweep, and
+    np.stack and np.broadcast_arrays cost a dozen Python calls each."""
+    out = np.empty(np.broadcast(*parts).shape + (len(parts),), dtype=np.result_type(*parts))
+    for k, part in enumerate(parts):
+        out[..., k] = part
+    return out
+
+
 def symmetrize(m: np.ndarray) -> np.ndarray:
     """(M + Mᵀ)/2 over the last two axes."""
-    return 0.5 * (m + np.swapaxes(m, -1, -2))
+    return 0.5 * (m + m.swapaxes(-1, -2))
 
 
 def diagonal_of(m: np.ndarray) -> np.ndarray | None:
     """The diagonals (batch + (D,), a new array) of square matrices whose off-diagonal entries are
     all zero, else None: such a matrix is inverted, solved and its log-determinant taken in O(D)."""
-    diagonal = np.diagonal(m, axis1=-2, axis2=-1)
+    diagonal = m.diagonal(axis1=-2, axis2=-1)
     return diagonal.copy() if np.count_nonzero(m) == np.count_nonzero(diagonal) else None
 
 
@@ -130,7 +140,7 @@ def cholesky(m: np.ndarray) -> np.ndarray:
 
 def chol_logdet(chol: np.ndarray) -> np.ndarray:
     """log|M| from the Cholesky factor of M."""
-    return 2.0 * np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    return 2.0 * np.log(chol.diagonal(axis1=-2, axis2=-1)).sum(axis=-1)
 
 
 def chol_inverse(m: np.ndarray) -> np.ndarray:
@@ -143,13 +153,13 @@ def chol_inverse(m: np.ndarray) -> np.ndarray:
     chol = np.linalg.cholesky(m)
     eye = np.broadcast_to(np.eye(m.shape[-1]), chol.shape)
     linv = np.linalg.solve(chol, eye)
-    return symmetrize(np.swapaxes(linv, -1, -2) @ linv)
+    return symmetrize(linv.swapaxes(-1, -2) @ linv)
 
 
 def cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve (L Lᵀ) x = b for batches of lower factors L and vectors b."""
     y = np.linalg.solve(chol, b[..., None])
-    return np.linalg.solve(np.swapaxes(chol, -1, -2), y)[..., 0]
+    return np.linalg.solve(chol.swapaxes(-1, -2), y)[..., 0]
 
 
 def is_positive_definite(m: np.ndarray) -> np.ndarray:

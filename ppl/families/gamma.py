@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
-from .base import ExponentialFamily, Marginal, leading
+from .base import ExponentialFamily, Marginal, leading, stack_last
 
 _MAX_ITER = 100
 
@@ -61,7 +61,7 @@ class Gamma(ExponentialFamily):
 
     def natural(self, *, shape, rate) -> np.ndarray:
         a, b = np.broadcast_arrays(np.asarray(shape, float), np.asarray(rate, float))
-        return np.stack([a - 1.0, -b], axis=-1)
+        return stack_last(a - 1.0, -b)
 
     def params(self, nat) -> dict:
         nat = np.asarray(nat, float)
@@ -74,7 +74,7 @@ class Gamma(ExponentialFamily):
     def to_mean(self, nat) -> np.ndarray:
         p = self.params(nat)
         a, b = p["shape"], p["rate"]
-        return np.stack([digamma(a) - np.log(b), a / b], axis=-1)
+        return stack_last(digamma(a) - np.log(b), a / b)
 
     def to_natural(self, mean) -> np.ndarray:
         """Newton solve for the shape (``solve_gamma_shape``), then b = a / E[x]."""
@@ -89,7 +89,7 @@ class Gamma(ExponentialFamily):
 
     def stats(self, x) -> np.ndarray:
         x = np.asarray(x, float)
-        return np.stack([np.log(x), x], axis=-1)
+        return stack_last(np.log(x), x)
 
     def log_base(self, x) -> np.ndarray:
         return np.zeros(np.shape(x))

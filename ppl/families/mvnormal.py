@@ -62,12 +62,14 @@ class MvNormal(ExponentialFamily):
         flat = np.asarray(flat, float)
         d = self.dim
         lam2 = flat[..., d:].reshape(flat.shape[:-1] + (d, d))
-        return flat[..., :d], -(lam2 + np.swapaxes(lam2, -1, -2))
+        return flat[..., :d], -(lam2 + lam2.swapaxes(-1, -2))
 
     def _join(self, vec, mat):
-        shape = np.broadcast_shapes(vec.shape[:-1], mat.shape[:-2])
-        vec = np.broadcast_to(vec, shape + (self.dim,))
-        mat = np.broadcast_to(mat, shape + (self.dim, self.dim))
+        shape = vec.shape[:-1]
+        if shape != mat.shape[:-2]:  # numpy's broadcast helpers cost a dozen Python calls each: only when needed
+            shape = np.broadcast_shapes(shape, mat.shape[:-2])
+            vec = np.broadcast_to(vec, shape + (self.dim,))
+            mat = np.broadcast_to(mat, shape + (self.dim, self.dim))
         return np.concatenate([vec, mat.reshape(shape + (self.dim**2,))], axis=-1)
 
     # -- parameter maps -------------------------------------------------------

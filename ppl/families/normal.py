@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .base import ExponentialFamily, Marginal, leading
+from .base import ExponentialFamily, Marginal, leading, stack_last
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -31,7 +31,7 @@ class Normal(ExponentialFamily):
 
     def natural(self, *, mean, precision) -> np.ndarray:
         mean, tau = np.broadcast_arrays(np.asarray(mean, float), np.asarray(precision, float))
-        return np.stack([tau * mean, -0.5 * tau], axis=-1)
+        return stack_last(tau * mean, -0.5 * tau)
 
     def params(self, nat) -> dict:
         nat = np.asarray(nat, float)
@@ -46,7 +46,7 @@ class Normal(ExponentialFamily):
     def to_mean(self, nat) -> np.ndarray:
         p = self.params(nat)
         m, tau = p["mean"], p["precision"]
-        return np.stack([m, m**2 + 1.0 / tau], axis=-1)
+        return stack_last(m, m**2 + 1.0 / tau)
 
     def to_natural(self, mean) -> np.ndarray:
         mean = np.asarray(mean, float)
@@ -55,7 +55,7 @@ class Normal(ExponentialFamily):
 
     def stats(self, x) -> np.ndarray:
         x = np.asarray(x, float)
-        return np.stack([x, x**2], axis=-1)
+        return stack_last(x, x**2)
 
     def log_base(self, x) -> np.ndarray:
         return np.full(np.shape(x), -0.5 * _LOG_2PI)

@@ -9,6 +9,9 @@ element, as `np.bincount` does, which is the map-reduce seam of the design).
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from ppl.diagnostics import ModelError
@@ -33,6 +36,8 @@ class Access:
     scatters weighted messages as one matrix product wᵀ·m, never an N × C × S array.
     """
 
+    _key = None  # version key of the cached gather (`read`): none yet
+
     def __init__(self, name: str, index: np.ndarray, size: int, selector: "Access | None" = None):
         self.name = name
         self.index = index
@@ -43,6 +48,13 @@ class Access:
         self.plate_free = bool(np.all(index == first))
         self.components = first
 
+    @functools.cached_property
+    def in_order(self) -> tuple[bool, bool]:
+        """Whether the flat index, and the components, read elements 0..size−1 once each in order:
+        a scatter through them is a copy (tested once per read, not once per message)."""
+        return tuple(len(i) == self.size and bool(np.array_equal(i, np.arange(self.size)))
+                     for i in (self.index.reshape(-1), self.components))
+
     def take(self, rows: np.ndarray) -> "Access":
         """This read on `rows` of the first plate axis alone (a minibatch of a factor's data)."""
         index = self.index if self.index.shape[0] == 1 else self.index[rows]
@@ -51,7 +63,7 @@ class Access:
     def read(self, state) -> np.ndarray:
         """`gather` of the variable's current moments, reused while the variable is unchanged."""
         key = (id(state), state.versions.get(self.name, 0))
-        if getattr(self, "_key", None) != key:
+        if self._key != key:
             self._key, self._value = key, self.gather(state.moments(self.name))
         return self._value
 
@@ -65,7 +77,7 @@ class Access:
         """message plate + (C, S) → (size, S), summed over the plate elements reading each element."""
         shape = self.index.shape + message.shape[self.plate_rank + 1:]
         message = message if message.shape == shape else np.broadcast_to(message, shape)
-        return sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size)
+        return sum_by_index(self.index.reshape(-1), message.reshape(self.index.size, -1), self.size, self.in_order[0])
 
     def scatter_weighted(self, message, weights: np.ndarray, factored: bool = False) -> np.ndarray:
         """Σ over the plate of weights (plate + (C,)) times message (plate + (C or 1, S)).
@@ -77,7 +89,7 @@ class Access:
             if self.plate_free and weights.shape[-1] == 1 and len(self.components) == 1:
                 if factored and self.size == 1:
                     return message.low_rank(weights)
-                return sum_by_index(self.components, message.weighted_sum(weights), self.size)
+                return sum_by_index(self.components, message.weighted_sum(weights), self.size, self.in_order[1])
             message = message.dense()
         if not self.plate_free:
             w = weights.reshape(weights.shape + (1,) * (message.ndim - weights.ndim))
@@ -86,16 +98,17 @@ class Access:
                 weighted = weighted.sum(axis=self.plate_rank, keepdims=True)  # Σ_k r_k · message_k
             return self.scatter(weighted)
         plate = weights.shape[: self.plate_rank]
-        count = int(np.prod(plate, dtype=np.int64))
+        count = math.prod(plate)
         w = weights.reshape(count, -1)
-        m = np.broadcast_to(message, plate + message.shape[self.plate_rank:])
+        shape = plate + message.shape[self.plate_rank:]
+        m = message if message.shape == shape else np.broadcast_to(message, shape)
         m = m.reshape(count, m.shape[self.plate_rank], -1)
         # Contiguous operands keep matmul on BLAS; a sliced broadcast view is ~50x slower.
         if m.shape[1] == 1:
             per_component = np.ascontiguousarray(w.T) @ np.ascontiguousarray(m[:, 0, :])
         else:
             per_component = np.einsum("pc,pcs->cs", w, m)
-        return sum_by_index(self.components, per_component, self.size)
+        return sum_by_index(self.components, per_component, self.size, self.in_order[1])
 
     def scatter_rows(self, rows: np.ndarray) -> np.ndarray:
         """rows plate + (S,), one per plate element (not per component) → (size, S)."""
@@ -104,11 +117,14 @@ class Access:
         return sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size)
 
 
-def sum_by_index(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """out[i] = Σ values[j] over j with index[j] = i; (len(index), S) → (size, S)."""
+def sum_by_index(index: np.ndarray, values: np.ndarray, size: int, in_order: bool | None = None) -> np.ndarray:
+    """out[i] = Σ values[j] over j with index[j] = i; (len(index), S) → (size, S). `in_order`: whether
+    `index` is 0..size−1 (tested here when not given)."""
     if size == 1:
         return values.sum(axis=0, keepdims=True)
-    if len(index) == size and np.array_equal(index, np.arange(size)):
+    if in_order is None:
+        in_order = len(index) == size and np.array_equal(index, np.arange(size))
+    if in_order:
         return np.array(values, dtype=float)  # one value per element already
     out = np.empty((size, values.shape[1]))
     for column in range(values.shape[1]):
@@ -169,14 +185,14 @@ class AccessBuilder:
         # The component axis is C long only for reads that a latent category selects.
         full = self.plate.shape + ((self.components,) if uses_selector else (1,))
         for axis, size in zip(axes, dims):
-            if np.any((axis < 0) | (axis >= size)):
+            if ((axis < 0) | (axis >= size)).any():
                 raise ModelError("E503", f"`{ast.text(expr)}` reads outside `{name}`'s 1..{size} with these data",
                                  span=expr.span, hint="an index past the number of rows, or a lag before the first")
         # The index over the axes' own broadcast shape, then a read-only view of the plate's shape:
         # a read that does not vary along a plate (mu[z[n]], pi) costs no N × C integers.
         flat = np.ravel_multi_index(np.broadcast_arrays(*axes), dims) if dims else np.zeros((), dtype=np.int64)
         flat = np.broadcast_to(flat, full) if flat.shape != tuple(full) else np.ascontiguousarray(flat)
-        return Access(name, flat, int(np.prod(dims, dtype=np.int64)), self.selector if uses_selector else None)
+        return Access(name, flat, int(math.prod(dims)), self.selector if uses_selector else None)
 
 
 def _with_component_axis(values: np.ndarray, plate_rank: int) -> np.ndarray:

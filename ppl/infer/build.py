@@ -83,7 +83,9 @@ class Problem:
         return any(getattr(f, "rule", "") in APPROXIMATE_RULES for f in self.factors)
 
     def step(self, name: str, iteration: int) -> float:
-        return step_size(self.steps.get(name, (1.0, 0.0)), iteration)
+        if name not in self.steps:  # step_size((1, 0), t) = 1 · t⁰: the plain update, without the call
+            return 1.0
+        return step_size(self.steps[name], iteration)
 
     def elbo(self, state) -> float:
         fused = self.kernel.elbo(state) if self.kernel is not None else None
@@ -97,9 +99,13 @@ class Problem:
         fused = self.kernel.elbo(state) if self.kernel is not None else None
         if fused is not None:
             return fused, 0.0
-        pairs = [f.elbo_estimate(state) for f in self.factors]
-        value = sum(p[0] for p in pairs) + sum(state.entropy(v) for v in self.latent)
-        return value, float(np.sqrt(sum(p[1] ** 2 for p in pairs)))
+        value = variance = entropy = 0  # summed in the order of sum() over the pairs: the same floats
+        for factor in self.factors:
+            term, se = factor.elbo_estimate(state)
+            value, variance = value + term, variance + se ** 2
+        for name in self.latent:
+            entropy = entropy + state.entropy(name)
+        return value + entropy, float(np.sqrt(variance))
 
     def not_finite(self, state) -> Unsupported:
         """The error for a sweep whose ELBO is not finite, at the first factor whose term is not."""

@@ -118,6 +118,7 @@ class Monitor:
         self.previous: dict = {}  # the naturals after the last sweep (the state's own arrays: no copy)
         self.local = lambda: (0.0, "")  # mean change of variables measured elsewhere (`done`)
         self.moments: tuple = ({}, {})  # the MvNormal moments of the same two states (ppl.infer.convergence.location)
+        self.vectors = tuple(n for n, f in problem.families.items() if getattr(f, "name", "") == "MvNormal")
 
     def finish(self, state=None) -> Convergence:
         """The report, with the mean change of the last sweep measured even when the ELBO test
@@ -143,9 +144,9 @@ class Monitor:
         now if it never was: the monitor keeps no λ of the sweep before (a local's is N-sized)."""
         self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
-        self.moments = (self.moments[1], {name: state.moments(name) for name, nat in state.natural.items()
-                                          if getattr(self.problem.families.get(name), "name", "") == "MvNormal"
-                                          and not isinstance(nat, KernelGaussian)})  # that one knows its sds
+        self.moments = (self.moments[1], {name: state.moments(name) for name in self.vectors if name in state.natural
+                                          and not isinstance(dict.get(state.natural, name), KernelGaussian)})
+        # (a KernelGaussian knows its sds)
         if self.stochastic:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if self.restarted:

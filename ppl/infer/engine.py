@@ -142,14 +142,14 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
             accel.before_sweep(state)
         batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         new, se = problem.elbo_estimate(state)
-        if not math.isfinite(new) and accel is not None and accel.fallback is not None:
+        if not math.isfinite(new):
+            if accel is None or accel.fallback is None:
+                raise problem.not_finite(state)
             new = -np.inf  # an extrapolated step gone wrong: after_sweep reverts it
-        elif not math.isfinite(new):
-            raise problem.not_finite(state)
         informative = True
         if accel is not None:
             new, informative = accel.after_sweep(state, new)
-        fell = se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo))
+        fell = se == 0.0 and new < elbo and new < elbo - 1e-9 * max(1.0, abs(elbo))
         oscillates = residuals.grew(state, informative and not (accel is not None and accel.extrapolated))
         if fell and problem.pure_vmp and options.damping == 1.0 and not restarted:
             _explain_decrease(problem, state.copy(before), elbo, options.damping)

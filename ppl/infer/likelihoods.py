@@ -97,6 +97,8 @@ def logistic_values(y, n, eta, constant=0.0):
     np.tanh(s, out=s)
     s += 1.0
     s *= 0.5
+    if type(n) is float and n == 1.0:  # one trial (Bernoulli): the same numbers without the products by n
+        return y * eta - llp + constant, y - s, np.negative(curvature, out=curvature)
     return y * eta - n * llp + constant, y - n * s, -n * curvature
 
 
@@ -219,8 +221,11 @@ def quadrature(lik: Likelihood, y, n, m, v):
     stay in cache, and each block evaluates the link once for all three integrands."""
     if lik.closed_form is not None:
         return lik.closed_form(y, n, m, v)
-    shape = np.broadcast_shapes(np.shape(y), np.shape(n), np.shape(m), np.shape(v))
-    y, n, m, v = (_flat(a, shape) for a in (y, n, m, v))
+    shape = np.broadcast(y, n, m, v).shape  # one C call (np.broadcast_shapes is a dozen in Python)
+    y, m, v = (a.reshape(-1) if type(a) is np.ndarray and a.dtype == float and a.shape == shape else _flat(a, shape)
+               for a in (y, m, v))
+    one = type(n) is float  # trials given as one number (1.0: Bernoulli) stay a number, not an array of copies
+    n = n if one else _flat(n, shape)
     out = np.empty((3, m.size))
     wide = v > WIDE
     # every margin narrow (the usual case): blocks of consecutive margins, sliced, not gathered
@@ -230,9 +235,9 @@ def quadrature(lik: Likelihood, y, n, m, v):
         for start in range(0, m.size if rows is None else len(rows), BLOCK):
             block = slice(start, start + BLOCK) if rows is None else rows[start:start + BLOCK]
             eta, w = rule(m[block], v[block])
-            for k, h in enumerate(lik.values(y[block, None], n[block, None], eta)):
+            for k, h in enumerate(lik.values(y[block, None], n if one else n[block, None], eta)):
                 out[k, block] = h @ w if w.ndim == 1 else np.einsum("ij,ij->i", h, w)
-    return tuple(o.reshape(shape) for o in out)
+    return tuple(out.reshape((3,) + shape))
 
 
 def _flat(a, shape: tuple) -> np.ndarray:
@@ -350,4 +355,4 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
         out[0, block], out[1, block], out[2, block] = value @ average, d1 @ average, d2 @ average
         value -= out[0, block, None]  # the variance from the deviations of the mean already formed
         out[3, block] = np.einsum("ij,ij->i", value, value) / (samples * (samples - 1)) if samples > 1 else np.nan
-    return tuple(o.reshape(shape) for o in out)
+    return tuple(out.reshape((4,) + shape))

@@ -39,9 +39,18 @@ class LinearForm:
     offset: np.ndarray  # plate + (C,) + event
     terms: list
     event: int  # 0 for a scalar mean, D for a vector mean
+    _term_of: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # id(read) -> term
 
     def reads(self) -> list:
         return [access for term in self.terms for access in term.reads()]
+
+    def term_of(self, access) -> Term:
+        """The term that reads `access` (each read is in one term): searched once, then looked up
+        (every message to a read asks)."""
+        term = self._term_of.get(id(access))
+        if term is None:
+            term = self._term_of[id(access)] = next(t for t in self.terms if any(access is r for r in t.reads()))
+        return term
 
     def bilinear(self) -> set:
         """Names of the vectors in bilinear terms: an all-zero mean of both is a saddle point."""
@@ -336,4 +345,8 @@ def vector_dim(state, access) -> int:
 
 def expand(x):
     """A trailing axis for broadcasting against a vector (scalars stay scalars)."""
+    if isinstance(x, np.ndarray):  # the usual cases first, without np.ndim's three calls
+        return x[..., None] if x.ndim else x
+    if isinstance(x, (int, float)):
+        return x
     return np.asarray(x)[..., None] if np.ndim(x) else x

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ppl.families.base import stack_last
 from ppl.infer.access import Unsupported
 from ppl.infer.linear import (LinearForm, contraction, expand, scalar_part, term_mean, vector_dim,
                               vector_moments)
@@ -21,7 +22,7 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
 
         (E[τ] E[a] (E[y] − E[b]),  −½ E[τ] E[a²])        (vector reads: E[a aᵀ], and Λ for τ)
     """
-    term = next(t for t in form.terms if any(access is r for r in t.reads()))
+    term = form.term_of(access)
     others = form.offset
     for other in form.terms:
         if other is not term:
@@ -50,8 +51,7 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
         a1, a2 = x1 * s1, x2 * s2
     if form.event:
         raise Unsupported(f"a scalar latent scaling the vector mean of `{factor.name}`", factor.span)
-    first, second = np.broadcast_arrays(prec * a1 * residual, -0.5 * prec * a2)
-    return np.stack([first, second], axis=-1)
+    return stack_last(prec * a1 * residual, -0.5 * prec * a2)
 
 
 class OuterMessage:
@@ -71,7 +71,7 @@ class OuterMessage:
         d = self.rows.shape[-1]
         rows = self.rows if self.rows.shape[:-1] == weights.shape else \
             np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
-        h, j = (_weighted(weights, a).reshape(-1) for a in (self.h, self.j))
+        h, j = _weighted(weights, self.h).reshape(-1), _weighted(weights, self.j).reshape(-1)
         return GaussianSum(0.0, [(rows.reshape(-1, d), h, -2 * j)])
 
     def dense(self):
@@ -88,5 +88,7 @@ def _weighted(weights, a):
 def pack(h, j):
     """(h, vec J) as one flat message; the two may broadcast against each other (plate-free reads)."""
     j = j.reshape(j.shape[:-2] + (-1,))
-    lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
-    return np.concatenate([np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])], axis=-1)
+    if h.shape[:-1] != j.shape[:-1]:  # numpy's broadcast helpers cost a dozen Python calls each: only when needed
+        lead = np.broadcast_shapes(h.shape[:-1], j.shape[:-1])
+        h, j = np.broadcast_to(h, lead + h.shape[-1:]), np.broadcast_to(j, lead + j.shape[-1:])
+    return np.concatenate([h, j], axis=-1)

@@ -72,15 +72,17 @@ class GaussianSum:
             return GaussianSum(_plus(self.dense_part, other), self.parts)
         parts = list(self.parts)
         for rows, h, tau in other.parts:  # parts on the same rows merge: a damped step keeps rank N
-            same = next((i for i, p in enumerate(parts) if _same_array(p[0], rows)), None)
+            same = next((i for i, p in enumerate(parts) if _same_array(p[0], rows)), None) if parts else None
             if same is None:
                 parts.append((rows, h, tau))
             else:
                 parts[same] = (rows, parts[same][1] + h, parts[same][2] + tau)
         if self.base is other.base:  # (1 − β)·prior + β·prior: the same array, rescaled
             return GaussianSum(self.base, parts, self.scale + other.scale)
-        if not self.parts and np.ndim(self.base) == 0 and self.base == 0.0:  # the empty sum a node starts from
+        if not self.parts and _zero(self.base):  # the empty sum a node starts from
             return GaussianSum(other.base, parts, other.scale)
+        if self.scale == 1.0 and _zero(other.base):  # rows alone (a contraction's message): the same dense part
+            return GaussianSum(self.base, parts)
         return GaussianSum(_plus(self.dense_part, other.dense_part), parts)
 
     __radd__ = __add__
@@ -104,11 +106,12 @@ class GaussianSum:
         None otherwise (solve densely). `previous`: the sum solved last time, whose `DiagonalPrior`
         (and with it R P₀⁻¹ Rᵀ) is reused when its base is the same object: a constant prior is
         checked, and its products with the data rows formed, once per run, not once per sweep."""
-        if sum(len(p[0]) for p in self.parts) >= family.dim or self.scale <= 0:
+        if (sum(len(p[0]) for p in self.parts) if len(self.parts) != 1 else len(self.parts[0][0])) >= family.dim \
+                or self.scale <= 0:
             return None
         if previous is not None and previous.base is self.base and previous.prior is not None:
             self.prior = previous.prior
-        elif isinstance(self.base, Diagonal) or np.ndim(self.base) == 2:
+        elif isinstance(self.base, Diagonal) or getattr(self.base, "ndim", 0) == 2:
             self.prior = DiagonalPrior.of(family, self.base)
         if self.prior is None:
             return None
@@ -124,11 +127,16 @@ class GaussianSum:
 
 def _plus(a, b):
     """a + b, without copying a D + D² array to add a zero to it."""
-    if np.ndim(a) == 0 and a == 0.0:
+    if _zero(a):
         return b
-    if np.ndim(b) == 0 and b == 0.0:
+    if _zero(b):
         return a
     return a + b
+
+
+def _zero(a) -> bool:
+    """`a` is the scalar 0 an empty sum starts from (a plain type test: np.ndim costs three calls)."""
+    return isinstance(a, (int, float)) and a == 0.0
 
 
 class DiagonalPrior:
@@ -273,7 +281,7 @@ class KernelGaussian:
         if len(self.tau) and _same_array(flat, self.rows):
             if self._own is None:
                 w = self.inverse @ (self.root[:, None] * self.gram)
-                self._own = np.diagonal(self.gram) - np.einsum("ij,ij->j", w, w)
+                self._own = self.gram.diagonal() - np.einsum("ij,ij->j", w, w)
             return self._own.reshape(c.shape[:-1])
         if self._prior_only(flat):
             return (np.diagonal(self.prior.on(flat)[0]) / self.scale).reshape(c.shape[:-1])
@@ -294,7 +302,7 @@ class KernelGaussian:
         """Σ_d w_d Var(w_d). For the prior's own diagonal (w = P₀, P = c P₀) it is tr(P₀ Σ) =
         Σ P₀/P − (N − tr B⁻¹)/c, since tr(P U ᵀU) = tr(L⁻¹ (B − I) L⁻ᵀ): O(N³), no U."""
         if w is self.prior.p and len(self.tau):
-            return float(self.family.dim / self.scale - (len(self.tau) - np.sum(self.inverse ** 2)) / self.scale)
+            return float(self.family.dim / self.scale - (len(self.tau) - (self.inverse ** 2).sum()) / self.scale)
         return float(np.sum(w * self.var))
 
     def prior_error(self) -> float:
@@ -343,7 +351,7 @@ def _factor(b: np.ndarray) -> tuple:
     if info != 0:
         raise np.linalg.LinAlgError("Matrix is not positive definite")
     inverse, info = trtri(chol, lower=1)
-    return chol, inverse, float(2.0 * np.sum(np.log(chol.diagonal())))
+    return chol, inverse, float(2.0 * np.log(chol.diagonal()).sum())
 
 
 @functools.cache

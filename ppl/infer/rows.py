@@ -34,7 +34,7 @@ def _shared(c: np.ndarray, a: np.ndarray, event: int) -> bool:
     """`a` (its last `event` − 1 axes the event) is one array for every row of c and c has one
     component: the product can go through BLAS on c's rows."""
     rank = c.ndim - 2  # plate axes of c (then its component axis, then D)
-    return a.ndim - event == rank and all(n == 1 for n in a.shape[:rank + 1]) and c.shape[-2] == 1
+    return a.ndim - event == rank and a.shape[:rank + 1] == (1,) * (rank + 1) and c.shape[-2] == 1
 
 
 def weighted_gram(rows: np.ndarray, tau: np.ndarray) -> np.ndarray:

@@ -85,12 +85,14 @@ class State:
             entropy = natural.entropy
         self.natural[name] = natural
         self.factored[name] = factored
-        self._moments.pop(name, None)
-        self._entropy.pop(name, None)
         if moments is not None:
             self._moments[name] = moments
+        else:
+            self._moments.pop(name, None)
         if entropy is not None:
             self._entropy[name] = entropy
+        else:
+            self._entropy.pop(name, None)
         self.versions[name] = next(_VERSIONS)
         if hasattr(self.families.get(name), "distribute"):  # a Gaussian block: its members' marginals
             self.families[name].distribute(self)
@@ -188,7 +190,7 @@ class State:
             h = np.where(self.observed[name][1], 0.0, h)
         if name in self.counts:
             return float(np.sum(self.counts[name] * h))
-        return float(np.sum(h))
+        return float(h.sum() if isinstance(h, np.ndarray) else h)
 
     def copy(self, natural: dict | None = None) -> "State":
         """An independent state with this one's λ, or with `natural` (an earlier `dict(state.natural)`)."""

@@ -14,9 +14,13 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
         names, total = received
         total = total + sum(f.message(state, name) for f in problem.neighbours[name] if f.name not in names)
     elif name in problem.low_rank:  # started from an empty sum: a constant prior's array is not copied
-        total = sum((f.message(state, name, factored=True) for f in problem.neighbours[name]), GaussianSum())
+        total = GaussianSum()
+        for factor in problem.neighbours[name]:  # loops: sum()'s order, without a generator per message
+            total = total + factor.message(state, name, factored=True)
     else:
-        total = sum(f.message(state, name) for f in problem.neighbours[name])
+        total = 0
+        for factor in problem.neighbours[name]:
+            total = total + factor.message(state, name)
     if isinstance(total, GaussianSum):  # a vector read through fewer rows than its dimension
         previous = state.factored.get(name)
         mixed = damping < 1.0 and previous is not None

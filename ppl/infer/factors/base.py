@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import abc
 import functools
+from itertools import repeat
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from ppl.infer.plates import Plate
 from ppl.infer.weights import count_for, factor_counts, weighted_sum
 from ppl.lang import ast
 
+_ZEROS = repeat(0)  # the version of a variable never set, for every name (map stops at the names)
+
 
 class FactorRuntime(abc.ABC):
     """Base of the conjugate factor runtimes.
@@ -23,6 +26,8 @@ class FactorRuntime(abc.ABC):
     access, weights)` → per-element message of shape plate + (C, S), and `_expected_log(state)`
     → E[log f] per element and component, plate + (C,).
     """
+
+    _log_key = None  # version key of the cached E[log f] (`expected_log`): none yet
 
     def __init__(self, factor, model, env, dataset):
         self.factor = factor
@@ -101,8 +106,8 @@ class FactorRuntime(abc.ABC):
         """The summed message to variable `name` in its natural layout, (elements, size);
         `factored`: a contraction's message to a single vector may stay in data space
         (ppl.infer.low_rank)."""
-        weights = self.message_weights(state, name)
-        count = self.count(name)
+        count = self.count(name) if self.row_weights else None  # (`count` without a call per message)
+        weights = self.weights(state) if count is None else self.message_weights(state, name)
         total = 0.0
         for access in self.reads.get(name, ()):
             if access is self.selector:
@@ -115,7 +120,7 @@ class FactorRuntime(abc.ABC):
     def elbo(self, state) -> float:
         """Σ over the plate of E_q[log f] (responsibility-weighted across components, and times
         the row weights)."""
-        count = self.count()
+        count = self.count() if self.row_weights else None
         if count is None and self.selector is None:
             value = np.asarray(self.expected_log(state))  # unit weights: summed as it is if it fills the plate
             return float((value if value.shape == self._ones.shape else self._ones * value).sum())
@@ -130,8 +135,8 @@ class FactorRuntime(abc.ABC):
     def version_key(self, state, names=None) -> tuple:
         """Identifies q of the variables `names` (default: all this factor reads): a value computed
         from them can be reused while the key is unchanged."""
-        versions = state.versions
-        return (id(state), *[versions.get(n, 0) for n in (self._read_names if names is None else names)])
+        names = self._read_names if names is None else names
+        return (id(state), *map(state.versions.get, names, _ZEROS))
 
     @functools.cached_property
     def _read_names(self) -> tuple:
@@ -149,7 +154,7 @@ class FactorRuntime(abc.ABC):
         """`_expected_log`, reused while none of the variables this factor reads has changed
         (the selector's message and the ELBO of a sweep need the same values)."""
         key = self.version_key(state, self._log_names)
-        if getattr(self, "_log_key", None) != key:
+        if self._log_key != key:
             self._log_key, self._log_value = key, self._expected_log(state)
         return self._log_value
 

@@ -18,6 +18,7 @@ import functools
 import numpy as np
 from scipy.special import gammaln
 
+from ppl.families.base import stack_last
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.lang import ast
@@ -76,7 +77,7 @@ class ConjugateFactor(FactorRuntime):
                 return np.take_along_axis(eta, self.codes[..., None], -1)[..., 0] - \
                     np.broadcast_to(log_partition, eta.shape[:-1])
             value = self._target(state)
-            return (np.sum(value * eta, -1) - log_partition + self._log_base(state))
+            return ((value * eta).sum(-1) - log_partition + self._log_base(state))
         return _LATENT_PARAM[self.dist][0](self, state)
 
     def _constant_natural(self):
@@ -143,14 +144,14 @@ def _gamma_elbo(f, state):
 def _gamma_to_target(f, state):
     a = f.params["shape"][1]
     rate, s = f._read(state, "rate")
-    return np.stack(np.broadcast_arrays(a - 1.0, -s * rate[..., 1]), axis=-1)
+    return stack_last(a - 1.0, -s * rate[..., 1])
 
 
 def _gamma_to_param(f, state, access):
     a = f.params["shape"][1]
     x = f._target(state)
     s = f.params["rate"][2]
-    return np.stack(np.broadcast_arrays(a + 0 * x[..., 1], -s * x[..., 1]), axis=-1)
+    return stack_last(a + 0 * x[..., 1], -s * x[..., 1])
 
 
 def _rate_elbo(f, state):
@@ -166,8 +167,8 @@ def _rate_to_param(f, state, access):
     y = f._observed_values(state)
     s = f.params["rate"][2]
     if f.dist == "Poisson":
-        return np.stack(np.broadcast_arrays(y, -s + 0 * y), axis=-1)
-    return np.stack(np.broadcast_arrays(1.0 + 0 * y, -s * y), axis=-1)
+        return stack_last(y, -s + 0 * y)
+    return stack_last(1.0 + 0 * y, -s * y)
 
 
 def _beta_elbo(f, state):
@@ -180,7 +181,7 @@ def _beta_elbo(f, state):
 def _beta_to_param(f, state, access):
     y = f._observed_values(state)
     n = f.params["trials"][1] if "trials" in f.params else 1.0
-    return np.stack(np.broadcast_arrays(y, n - y), axis=-1)
+    return stack_last(y, n - y)
 
 
 def _categorical_elbo(f, state):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.families.base import chol_inverse, diagonal_of
+from ppl.families.base import chol_inverse, diagonal_of, stack_last
 from ppl.infer.access import Unsupported
 from ppl.infer.diagonal import constant_diagonal
 from ppl.infer.factors.base import FactorRuntime
@@ -25,6 +25,8 @@ LOG_2PI = np.log(2 * np.pi)
 
 
 class GaussianFactor(FactorRuntime):
+    _value_key = None  # version key of the cached message to the value (`message`): none yet
+
     def __init__(self, factor, model, env, dataset, families):
         super().__init__(factor, model, env, dataset)
         self.families = families
@@ -49,7 +51,7 @@ class GaussianFactor(FactorRuntime):
         if not self.dim:
             return y2 - 2 * y1 * m1 + m2
         cross = np.einsum("...i,...j->...ij", y1, m1)
-        return y2 - cross - np.swapaxes(cross, -1, -2) + m2
+        return y2 - cross - cross.swapaxes(-1, -2) + m2
 
     def _expected_log(self, state):
         kernel = state.kernel_of(self.factor.target.name) if self.dim else None
@@ -82,7 +84,7 @@ class GaussianFactor(FactorRuntime):
         if name != self.factor.target.name or len(self.reads.get(name, ())) != 1:
             return super().message(state, name, factored)
         key = self.version_key(state, [n for n in self.reads if n != name]) + (factored,)
-        if getattr(self, "_value_key", None) != key:
+        if self._value_key != key:
             diagonal = self._diagonal_message(state) if factored else None
             self._value_key = key
             self._value_message = super().message(state, name, factored) if diagonal is None else diagonal
@@ -106,7 +108,7 @@ class GaussianFactor(FactorRuntime):
         prec, _ = self.precision.expect(state)
         m1 = form_mean(state, self.mean)
         if not self.dim:
-            return np.stack(np.broadcast_arrays(prec * m1, -0.5 * prec), axis=-1)
+            return stack_last(prec * m1, -0.5 * prec)
         return pack(np.einsum("...ij,...j->...i", prec, m1), -0.5 * prec)
 
     def _to_mean_read(self, state, access):
@@ -202,7 +204,7 @@ class _Precision:
                         self.scale = self.scale * value
                     return self._parse(latent_side, model, dim)
         if isinstance(expr, ast.Call) and expr.func == "diag" and dim and isinstance(expr.args[0], ast.Name):
-            self.kind = "diag"
+            self.kind, self.eye = "diag", np.eye(dim)  # E[diag(alpha)] = alpha ∘ I every sweep: I made once
             self.access = owner.add_read(_WholeVector(expr.args[0].id, dim, owner.builder.shape()))
             return
         if isinstance(expr, (ast.Name, ast.Index)):
@@ -242,22 +244,22 @@ class _Precision:
             sign, logdet = np.linalg.slogdet(self.matrix)
             return expand(expand(s * m[..., 1])) * self.matrix, d * (np.log(s) + m[..., 0]) + logdet
         alpha, log_alpha = m[..., 1], m[..., 0]  # diag: (plate, C, D)
-        return expand(expand(s)) * alpha[..., None] * np.eye(d), np.sum(np.log(s) + log_alpha, -1)
+        return expand(expand(s)) * alpha[..., None] * self.eye, (np.log(s) + log_alpha).sum(-1)
 
     def message(self, state, err):
         s = self.scale
         d = self.owner.dim
         if self.kind == "gamma":
-            return np.stack(np.broadcast_arrays(0.5 + 0 * err, -0.5 * s * err), axis=-1)
+            return stack_last(0.5 + 0 * err, -0.5 * s * err)
         if self.kind == "wishart":
             scaled = -0.5 * expand(expand(s)) * err
             half = np.full(err.shape[:-2] + (1,), 0.5)
             return np.concatenate([scaled.reshape(err.shape[:-2] + (d * d,)), half], axis=-1)
         if self.kind == "gamma-matrix":
             trace = np.einsum("...ij,...ji->...", self.matrix, err)
-            return np.stack(np.broadcast_arrays(0.5 * d + 0 * trace, -0.5 * s * trace), axis=-1)
-        diagonal = np.diagonal(err, axis1=-2, axis2=-1)  # diag: message per coordinate of alpha
-        return np.stack(np.broadcast_arrays(0.5 + 0 * diagonal, -0.5 * expand(s) * diagonal), axis=-1)
+            return stack_last(0.5 * d + 0 * trace, -0.5 * s * trace)
+        diagonal = err.diagonal(axis1=-2, axis2=-1)  # diag: message per coordinate of alpha
+        return stack_last(0.5 + 0 * diagonal, -0.5 * expand(s) * diagonal)
 
 
 class _WholeVector:

@@ -29,6 +29,8 @@ its (y, n) are the cutpoints either side of each observed category.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ppl.infer import likelihoods
@@ -60,6 +62,8 @@ PIECEWISE_KIND, PIECEWISE_PIECES = "quadratic", 10  # error at most 0.0013 nats 
 
 
 class GLMFactor(FactorRuntime):
+    _expectations_key = None  # version key of the cached `expectations`: none yet
+
     def __init__(self, factor, model, env, dataset, families, rule: str, options: dict):
         super().__init__(factor, model, env, dataset)
         self.rule = rule
@@ -134,7 +138,7 @@ class GLMFactor(FactorRuntime):
         return (np.take_along_axis(edges, code[..., None], -1)[..., 0],
                 np.take_along_axis(edges, code[..., None] + 1, -1)[..., 0])
 
-    @property
+    @functools.cached_property
     def drawn(self) -> bool:
         """CVI by Monte Carlo on the whole plate: one set of draws per q gives the gradients of the
         next step and the sweep's ELBO estimate."""
@@ -145,14 +149,14 @@ class GLMFactor(FactorRuntime):
         approximation (by `samples` draws for CVI: the term an estimate), computed once while the
         variables read by η are unchanged (the sites and the ELBO term need the same)."""
         key = self.version_key(state)
-        if getattr(self, "_expectations_key", None) != key:
+        if self._expectations_key != key:
             m, v = self._margin(state)
             self._expectations_key = key
             if self.drawn:
                 self._expectations = (m, v) + monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng,
                                                           self.samples)
             else:
-                self._expectations = (m, v) + tuple(self.approximation(self.likelihood, self.y, self.n, m, v)) + (0.0,)
+                self._expectations = (m, v, *self.approximation(self.likelihood, self.y, self.n, m, v), 0.0)
         return self._expectations
 
     def sites(self, state):

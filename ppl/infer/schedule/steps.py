@@ -33,7 +33,7 @@ def batch_sweep(problem, state, step) -> int:
         problem.kernel.sweep(state)  # per-variable steps: one damping for all. The same updates, fused
         return 1
     joint = {max(names, key=problem.order.index): (factor, names) for factor, names in problem.levels
-             if all(step(n) == 1.0 for n in names)}
+             if all(step(n) == 1.0 for n in names)} if problem.levels else {}
     for name in problem.order:
         if name not in problem.local:
             update(problem, state, name, step(name))
@@ -45,6 +45,8 @@ def batch_sweep(problem, state, step) -> int:
 def batch_e_step(problem, state, step=lambda name: 1.0) -> int:
     """The locals of every group, from the prior when the schedule restarts them (then those that
     read a global go first); carried over, in the sweep order of plain VMP."""
+    if not problem.local and problem.schedule.estep != "cvb0":  # no locals: nothing to fit (cvb0 raises E297)
+        return 1
     order = list(problem.local)
     if problem.schedule.restarted:
         restart_locals(problem, state, problem.local)
