@@ -59,7 +59,7 @@ class CategoricalChain(ExponentialFamily):
     def solve(self, nat):
         """(E[t(z)], H[q]) from one forward–backward: H = log Z − λ·E[t(z)]."""
         mean, log_z = self._solve(nat)
-        return mean, float(np.sum(log_z) - np.sum(dot_last(mean, nat)))
+        return mean, float(np.sum(log_z) - _potential(mean, np.asarray(nat, float)))
 
     # -- parameter maps -------------------------------------------------------------
     def natural(self, *, unary, pair) -> np.ndarray:
@@ -131,3 +131,10 @@ class CategoricalChain(ExponentialFamily):
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
         return ~np.any(np.isnan(nat) | (nat == np.inf), axis=-1) & np.any(np.isfinite(nat[:, : self.k]), axis=-1)
+
+
+def _potential(mean: np.ndarray, nat: np.ndarray) -> float:
+    """Σ λ·E[t(z)] over every element (the pair block is 0 at sequence starts), one dot product;
+    element by element only if it met 0 · (−∞), a state or move of probability 0, which counts 0."""
+    total = np.vdot(mean, nat)
+    return float(total) if np.isfinite(total) else float(np.sum(dot_last(mean, nat)))

@@ -79,9 +79,10 @@ def _peak(unary: np.ndarray) -> np.ndarray:
 def _weights(pair: np.ndarray, chains: Chains):
     """(exp(P − max P), max P): one (K, K) matrix and a number when P_t is the same at every row
     that continues a chain, else per row (T, K, K) and (T,)."""
-    inner = pair[~chains.starts]
-    shared = inner[0] if len(inner) else pair[0]
-    if np.all(inner == shared):
+    shared = pair[np.argmin(chains.starts)]  # at the first row that continues a chain, if any
+    same = pair == shared
+    same[chains.firsts] = True
+    if same.all():
         top = _finite_max(shared, axis=None)
         return np.exp(shared - top), top
     top = _finite_max(pair, axis=(1, 2))
