@@ -102,13 +102,18 @@ def _forward(local: np.ndarray, weights: np.ndarray, chains: Chains):
     ones = np.ones(k)  # a row sum as a matrix–vector product: cheaper than a reduction over K
     norm[0] = local[0] @ ones
     np.divide(local[0], norm[0, :, None], out=alpha[0])
-    shared = weights.ndim == 2
+    shared, before = weights.ndim == 2, alpha[0]
     for t, n in enumerate(chains.active[1:], 1):
-        f = alpha[t - 1, :n] @ weights if shared else np.matmul(alpha[t - 1, :n, None, :], weights[t, :n])[:, 0]
+        f = alpha[t, :n]
+        if shared:
+            np.matmul(before[:n], weights, out=f)
+        else:
+            np.matmul(before[:n, None, :], weights[t, :n], out=f[:, None, :])
         f *= local[t, :n]
         c = f @ ones
         norm[t, :n] = c
-        np.divide(f, c[:, None], out=alpha[t, :n])
+        f /= c[:, None]
+        before = f
     return alpha, norm
 
 
@@ -118,13 +123,15 @@ def _backward(scaled: np.ndarray, weights: np.ndarray, chains: Chains) -> np.nda
     steps, s, k = scaled.shape
     beta = np.ones((steps, s, k))
     across = np.ascontiguousarray(weights.T) if weights.ndim == 2 else None
+    after = beta[-1]
     for t in range(steps - 2, -1, -1):
         n = chains.active[t + 1]
-        g = scaled[t + 1, :n] * beta[t + 1, :n]
+        g = scaled[t + 1, :n] * after[:n]
+        after = beta[t]
         if across is not None:
-            np.matmul(g, across, out=beta[t, :n])
+            np.matmul(g, across, out=after[:n])
         else:
-            beta[t, :n] = np.matmul(weights[t + 1, :n], g[:, :, None])[..., 0]
+            np.matmul(weights[t + 1, :n], g[:, :, None], out=after[:n, :, None])
     return beta
 
 

@@ -99,7 +99,7 @@ class DiscreteTransition(_ChainFactor):
         if self.probs is None:
             raise Unsupported(f"`{self.name}`: the transition rows must be latent Dirichlet variables", factor.span)
         rows = self.target.index[:, 0]
-        self.inside = ~family.starts()[rows]  # rows that continue the sequence of the row before
+        self.starts = np.flatnonzero(family.starts())  # where the transition is switched off
         contiguous = np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows)))
         self.rows = slice(rows[0], rows[0] + len(rows)) if contiguous else rows  # a slice reads a view
 
@@ -110,8 +110,9 @@ class DiscreteTransition(_ChainFactor):
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
         if name == self.chain:
             out = np.zeros((state.natural[name].shape[0], self.family.size))
-            pair = np.where(self.inside[:, None, None], self._expected_log_probs(state), 0.0)
-            out[self.rows, self.k:] = pair.reshape(len(pair), -1)
+            log_a = self._expected_log_probs(state)
+            out[self.rows, self.k:] = log_a.reshape(len(log_a), -1)
+            out[self.starts, self.k:] = 0.0
             return out
         if self.probs.plate_free:  # one A for every step: row i takes Σ_t ξ_t[i, ·]
             return sum_by_index(self.probs.components, self._pairwise(state).sum(axis=0), self.probs.size)
