@@ -202,7 +202,7 @@ def main() -> None:
               "matrix shared by every step: its recursions cost less than the floor's, which pays for the generic "
               "engine (the messages to z carried in the chain's K + K² layout, the pairwise marginals written per "
               "row, the exact ELBO as Σ E[log f] + H). cProfile puts about three fifths of ppl's time in "
-              "forward–backward.", ""]
+              "forward–backward."]
     if not args.no_write:
         write_section("\n".join(lines) + "\n", SECTION, DOC)
 
