@@ -121,8 +121,12 @@ class CategoricalChain(ExponentialFamily):
         return self.to_mean(nat)[..., : self.k]
 
     def sd(self, nat) -> np.ndarray:
-        p = self.mean(nat)
-        return np.sqrt(p * (1.0 - p))
+        return self.location_of_moments(self.to_mean(nat))[1]
+
+    def location_of_moments(self, mean) -> tuple:
+        """(mean, sd) of the one-hot z_t from E[t(z)] (a state's cached moments): no forward–backward."""
+        p = np.asarray(mean)[..., : self.k]
+        return p, np.sqrt(p * (1.0 - p))
 
     def quantiles(self, nat, qs) -> np.ndarray:
         cdf = np.cumsum(self.mean(nat), axis=-1)

@@ -144,8 +144,8 @@ class Monitor:
         self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
         self.moments = (self.moments[1], {name: state.moments(name) for name, nat in state.natural.items()
-                                          if getattr(self.problem.families.get(name), "name", "") == "MvNormal"
-                                          and not isinstance(nat, KernelGaussian)})  # that one knows its sds
+                                          if _located_by_moments(self.problem.families.get(name), nat,
+                                                                 not (self.stochastic or self.restarted))})
         if self.stochastic:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if self.restarted:
@@ -278,13 +278,24 @@ def _part(arrays: tuple, rows) -> list:
     return [a if rows is None or a is None else a[rows] for a in arrays]
 
 
+def _located_by_moments(family, nat, exact: bool) -> bool:
+    """Whether `location` reads q's mean and sd off its moments: an MvNormal's (not held in data
+    space: that one knows its sds); in a deterministic run a chain's, which the sweep's ELBO has
+    computed (from λ each would be a forward–backward)."""
+    if getattr(family, "name", "") == "MvNormal":
+        return not isinstance(nat, KernelGaussian)
+    return exact and hasattr(family, "location_of_moments")
+
+
 def location(family, nat, moments=None, sd=True) -> tuple[np.ndarray, np.ndarray | None]:
     """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
-    moments (E[x], E[x xᵀ]) when given), or for a Normal–Wishart group the mean of μ with sd
+    moments (E[x], E[x xᵀ]) or a chain's marginals when given), or for a Normal–Wishart group the mean of μ with sd
     (β E[Λ]_ii)^−½. A q held in data space (`KernelGaussian`) gives them directly, its sd (O(N²D))
     only when `sd`."""
     if isinstance(nat, KernelGaussian):
         return nat.mean[None], nat.sd[None] if sd else None
+    if moments is not None and hasattr(family, "location_of_moments"):
+        return family.location_of_moments(moments)
     if moments is not None:
         d = family.dim
         mean = moments[..., :d]
