@@ -22,9 +22,8 @@ log-sum-exp at every step, which cannot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
