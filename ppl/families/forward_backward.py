@@ -15,9 +15,11 @@ the n_t chains still running, a contiguous block, and the only Python loop is ov
 the longest chain. Each step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1
 with one of them 1, and divides by the step's normaliser c_t; the shifts and log c_t add up to
 log Z, so nothing grows with the length. When P_t is the same at every step (an HMM's E[log A]),
-exp is taken once and a step is an (n_t, K) × (K, K) product. If a normaliser still underflows
-to 0 (evidence and transitions that disagree by more than e^700), the pass is redone with
-log-sum-exp at every step, which cannot.
+exp is taken once and a step is an (n_t, K) × (K, K) product. Where the finite log-potentials of
+a step span more than `SPREAD` nats (unary plus pairwise), a weight could round to 0 although the
+path through it carries the mass; and a product of messages can still underflow (the marginals
+then fail to sum to 1, `_normalised`). Either way the pass runs with log-sum-exp at every step,
+slower, which cannot underflow.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+
+SPREAD = 700.0  # the scaled pass runs when no evidence and transition weights differ by more (nats)
+NORMALISED = 1e-9  # how far from 1 a row of scaled marginals may sum (rounding: about 1e-13 over 1e5 steps)
 
 
 @dataclass(frozen=True)
@@ -68,24 +73,28 @@ def _finite_max(x: np.ndarray, axis):
     return np.where(np.isfinite(top), top, 0.0)
 
 
-def _peak(unary: np.ndarray) -> np.ndarray:
-    """max_k u_t[k] per row (0 if all −∞), (T,): K − 1 maxima of columns, as numpy's reduction
-    over a short last axis costs about ten times more."""
+def _peak(unary: np.ndarray) -> tuple:
+    """max_k u_t[k] per row (0 if all −∞), (T,), and the largest spread max − min over the finite
+    u_t[k] of a row: column by column (K − 1 maxima), as numpy's reduction over a short last axis
+    costs about ten times more."""
     top = functools.reduce(np.maximum, unary.T)
-    return np.where(np.isfinite(top), top, 0.0)
+    low = functools.reduce(np.minimum, np.where(np.isfinite(unary), unary, np.inf).T)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return top, float(np.max(top - low))
 
 
 def _weights(pair: np.ndarray, chains: Chains):
-    """(exp(P − max P), max P): one (K, K) matrix and a number when P_t is the same at every row
-    that continues a chain, else per row (T, K, K) and (T,)."""
+    """(exp(P − max P), max P, largest spread of the finite P_t): one (K, K) matrix and a number
+    when P_t is the same at every row that continues a chain, else per row (T, K, K) and (T,)."""
     shared = pair[np.argmin(chains.starts)]  # at the first row that continues a chain, if any
     same = pair == shared
     same[chains.firsts] = True
     if same.all():
         top = _finite_max(shared, axis=None)
-        return np.exp(shared - top), top
+        return np.exp(shared - top), top, float(top - np.min(shared, where=np.isfinite(shared), initial=top))
     top = _finite_max(pair, axis=(1, 2))
-    return np.exp(pair - top[:, None, None]), top
+    low = np.min(pair, axis=(1, 2), where=np.isfinite(pair), initial=np.inf)
+    return np.exp(pair - top[:, None, None]), top, float(np.max(top - low))
 
 
 def _stepped(weights: np.ndarray, chains: Chains) -> np.ndarray:
@@ -143,8 +152,10 @@ def forward_backward(nat: np.ndarray, k: int, chains: Chains):
     """(mean (T, K + K²), log Z (S,)): per row the marginals q(z_t) and the pairwise marginals
     ξ_t[i, j] = q(z_{t−1} = i, z_t = j) flattened, ξ = 0 at each chain's first row."""
     unary, pair = _split(nat, k)
-    weights, top = _weights(pair, chains)
-    peak = _peak(unary)
+    weights, top, spread = _weights(pair, chains)
+    peak, width = _peak(unary)
+    if width + spread > SPREAD:  # exp(u − max u) exp(P − max P) could round to 0 where it matters
+        return _log_forward_backward(nat, k, chains)
     local = np.exp(unary - peak[:, None])
     padded = local[chains.index]
     stepped = _stepped(weights, chains)
@@ -153,10 +164,20 @@ def forward_backward(nat: np.ndarray, k: int, chains: Chains):
         if np.all(norm > 0):
             padded /= norm[..., None]
             beta = _backward(padded, stepped, chains)
-            total = beta @ np.ones(k)
-            if np.all(total > 0) and np.all(np.isfinite(total)):  # no b̂_t overflowed or vanished
-                return _scaled_moments(alpha, beta, norm, local, weights, peak, top, chains)
+            mean, log_z = _scaled_moments(alpha, beta, norm, local, weights, peak, top, chains)
+            if _normalised(mean, chains):
+                return mean, log_z
     return _log_forward_backward(nat, k, chains)
+
+
+def _normalised(mean: np.ndarray, chains: Chains) -> bool:
+    """Whether each row's marginals sum to 1, and its pairwise marginals to 1 (0 at a chain's
+    start), to `NORMALISED`. The scaled messages satisfy Σ_k â_t b̂_t = 1 at every step whatever the
+    rounding, as long as no product underflowed: a state whose unnormalised forward weight fell
+    below 1e-308 at one step, though later steps need it, or a b̂_t or e_t b̂_t past 1e308, breaks
+    the identity (or leaves ∞ or NaN), and then the pass is redone in the log domain."""
+    total = mean @ np.ones(mean.shape[1])
+    return bool(np.all(np.abs(total - np.where(chains.starts, 1.0, 2.0)) <= NORMALISED))
 
 
 def _scaled_moments(alpha, beta, norm, local, weights, peak, top, chains):
@@ -200,7 +221,8 @@ def _log_forward_backward(nat, k, chains):
     """`forward_backward` in the log domain throughout (the fallback)."""
     unary, pair = _split(nat, k)
     u, p = unary[chains.index], pair[chains.index]
-    with np.errstate(invalid="ignore", divide="ignore"):  # −∞ + −∞ is −∞; no −∞ − −∞ occurs
+    # −∞ + −∞ is −∞ (no −∞ − −∞ occurs); ξ's exp may overflow only at chain starts, set to 0 below
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         alpha, log_c = _log_forward(u, p, chains)
         beta = np.zeros_like(u)
         for t in range(u.shape[0] - 2, -1, -1):
@@ -217,14 +239,10 @@ def _log_forward_backward(nat, k, chains):
 
 
 def _log_filter(nat, k, chains) -> np.ndarray:
-    """log q(z_t | u_{≤t}) per row, (T, K): the scaled forward pass, log-sum-exp if it underflows."""
+    """log q(z_t | u_{≤t}) per row, (T, K), by log-sum-exp: a scaled forward pass alone cannot
+    tell whether a state it rounded to 0 was needed later."""
     unary, pair = _split(nat, k)
-    weights, _ = _weights(pair, chains)
-    local = np.exp(unary - _peak(unary)[:, None])
     with np.errstate(invalid="ignore", divide="ignore"):
-        alpha, norm = _forward(local[chains.index], _stepped(weights, chains), chains)
-        if np.all(norm > 0):
-            return np.log(_rows(alpha, chains))
         return _rows(_log_forward(unary[chains.index], pair[chains.index], chains)[0], chains)
 
 
