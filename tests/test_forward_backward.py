@@ -2,10 +2,13 @@
 `CategoricalChain`) against brute-force enumeration of every state sequence, written here.
 
 - marginals, pairwise marginals and log Z equal enumeration to 1e-12 on short chains
-  (T ≤ 6, K = 3), several sequences of unequal length processed together;
+  (T ≤ 6, K = 3), several sequences of unequal length processed together, with a transition
+  per step or one shared by every step (an HMM's);
 - the entropy log Z − λ·E[t] equals −Σ q log q over the enumeration; ∇A = E[t] by finite
   differences; the inverse map;
-- FFBS draws follow the exact joint law (chi-square, fixed seed), per sequence.
+- FFBS draws follow the exact joint law (chi-square, fixed seed), per sequence;
+- potentials hundreds of nats apart (weights exp rounds to 0, products that underflow) still
+  give the enumeration's answer.
 """
 
 import itertools
@@ -21,11 +24,12 @@ K = 3
 LENGTHS = (4, 6, 1, 3)
 
 
-def random_natural(lengths, rng, scale=1.5):
+def random_natural(lengths, rng, scale=1.5, shared=False):
+    """Random potentials; `shared`: one transition matrix at every step (an HMM's E[log A])."""
     family = CategoricalChain(K, tuple(lengths))
     total = sum(lengths)
     return family, family.natural(unary=scale * rng.normal(size=(total, K)),
-                                  pair=scale * rng.normal(size=(total, K, K)))
+                                  pair=scale * rng.normal(size=(1 if shared else total, K, K)))
 
 
 def enumerate_chain(unary, pair):
@@ -49,8 +53,10 @@ def each_sequence(family, nat):
         start += length
 
 
-def test_marginals_pairwise_and_log_z_equal_enumeration():
-    family, nat = random_natural(LENGTHS, np.random.default_rng(0))
+@pytest.mark.parametrize("shared", [False, True])
+def test_marginals_pairwise_and_log_z_equal_enumeration(shared):
+    family, nat = random_natural(LENGTHS, np.random.default_rng(0), shared=shared)
+    assert fb._weights(family.params(nat)["pair"], family._chains)[0].ndim == (2 if shared else 3)
     mean = family.to_mean(nat)
     log_z = family.log_partition(nat)
     for s, rows, (states, p, exact_log_z) in each_sequence(family, nat):
@@ -64,8 +70,9 @@ def test_marginals_pairwise_and_log_z_equal_enumeration():
         np.testing.assert_allclose(mean[rows, K:].reshape(length, K, K), pairwise, rtol=0, atol=1e-12)
 
 
-def test_entropy_is_log_z_minus_expected_potentials():
-    family, nat = random_natural(LENGTHS, np.random.default_rng(1))
+@pytest.mark.parametrize("shared", [False, True])
+def test_entropy_is_log_z_minus_expected_potentials(shared):
+    family, nat = random_natural(LENGTHS, np.random.default_rng(1), shared=shared)
     entropy = family.entropy(nat)
     for s, rows, (_, p, _) in each_sequence(family, nat):
         assert abs(entropy[s] - (-np.sum(p * np.log(p)))) < 1e-12
@@ -141,23 +148,25 @@ def test_ffbs_rejects_nothing_it_should_keep():
     np.testing.assert_array_equal(family.sample(nat, np.random.default_rng(0), 5), np.tile(path, (5, 1)))
 
 
-def test_padded_functions_treat_sequences_independently():
-    """The same chain alone or next to longer ones gives the same marginals and log Z."""
+def test_a_chain_is_solved_alike_alone_and_next_to_longer_ones():
+    """The same chain alone or before and after longer ones gives the same marginals and log Z."""
     rng = np.random.default_rng(7)
-    unary, pair = rng.normal(size=(2, 6, K)), rng.normal(size=(2, 6, K, K))
-    together = fb.forward_backward(unary, pair, np.array([3, 6]))
-    alone = fb.forward_backward(unary[:1, :3], pair[:1, :3], np.array([3]))
-    np.testing.assert_allclose(together[0][0, :3], alone[0][0], atol=1e-14)
-    np.testing.assert_allclose(together[2][0], alone[2][0], atol=1e-14)
-    assert np.all(together[0][0, 3:] == 0) and np.all(together[1][0, 3:] == 0)
+    nat = rng.normal(size=(6, K + K * K))
+    alone, alone_z = fb.forward_backward(nat[:3], K, fb.Chains.of([3]))
+    for lengths, rows, s in (((3, 6), slice(0, 3), 0), ((6, 3), slice(6, 9), 1)):
+        both = np.concatenate([nat[:3], rng.normal(size=(6, K + K * K))] if s == 0 else
+                              [rng.normal(size=(6, K + K * K)), nat[:3]])
+        mean, log_z = fb.forward_backward(both, K, fb.Chains.of(lengths))
+        np.testing.assert_allclose(mean[rows], alone, rtol=0, atol=1e-14)
+        assert abs(log_z[s] - alone_z[0]) < 1e-12
 
 
 def test_evidence_against_transitions_beyond_e700_falls_back_to_log_sum_exp(monkeypatch):
     """A step where every path has weight below e^-700 underflows the scaled recursion; the
     log-sum-exp recursion takes over and still equals enumeration."""
     calls = []
-    real = fb._forward_logsumexp
-    monkeypatch.setattr(fb, "_forward_logsumexp", lambda *a: calls.append(1) or real(*a))
+    real = fb._log_forward_backward
+    monkeypatch.setattr(fb, "_log_forward_backward", lambda *a: calls.append(1) or real(*a))
     family = CategoricalChain(K, (4,))
     unary = np.zeros((4, K))
     unary[0] = [0.0, -2000.0, -2000.0]  # z_1 = 0, surely
@@ -170,3 +179,19 @@ def test_evidence_against_transitions_beyond_e700_falls_back_to_log_sum_exp(monk
     assert calls and abs(family.log_partition(nat)[0] - log_z) < 1e-12
     marginals = np.array([[p[states[:, t] == k].sum() for k in range(K)] for t in range(4)])
     np.testing.assert_allclose(mean[:, :K], marginals, atol=1e-12)
+
+
+def test_a_path_through_weights_below_e_minus_745_is_kept():
+    """z_1 = 0; at t = 2 the evidence favours state 1 by 800 nats over state 0 (exp rounds that
+    weight to 0) but 0 → 1 costs 1000 and the way through state 2 costs 500 more at t = 3: the
+    path 0, 0, · carries the mass. Scaled weights would put it on state 2; the pass must not."""
+    family = CategoricalChain(K, (3,))
+    unary = np.array([[0.0, -np.inf, -np.inf], [-800.0, 0.0, -300.0], [0.0, 0.0, 0.0]])
+    pair = np.array([[0.0, -1000.0, -400.0], [0.0, 0.0, 0.0], [-500.0, -500.0, -500.0]])
+    nat = family.natural(unary=unary, pair=pair[None])
+    mean, log_z = family.to_mean(nat), family.log_partition(nat)
+    states, p, exact_log_z = enumerate_chain(unary, np.broadcast_to(pair, (3, K, K)))
+    assert abs(log_z[0] - exact_log_z) < 1e-12 * abs(exact_log_z)
+    marginals = np.array([[p[states[:, t] == k].sum() for k in range(K)] for t in range(3)])
+    np.testing.assert_allclose(mean[:, :K], marginals, rtol=0, atol=1e-12)
+    assert mean[1, 0] > 0.999

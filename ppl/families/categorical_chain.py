@@ -14,6 +14,7 @@ The elements are the rows of the data, each sequence a contiguous run of them (`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -42,48 +43,23 @@ class CategoricalChain(ExponentialFamily):
     def size(self) -> int:
         return self.k + self.k * self.k
 
-    # -- the padded layout of forward_backward.py ----------------------------------
-    def _rows(self):
-        """(S, L) row index of step τ of sequence s (−1 past its end), and the lengths."""
-        lengths = np.asarray(self.lengths, dtype=np.int64)
-        steps = np.arange(lengths.max())
-        rows = (np.cumsum(lengths) - lengths)[:, None] + steps
-        return np.where(steps < lengths[:, None], rows, -1), lengths
+    # -- the layout of forward_backward.py -----------------------------------------
+    @cached_property
+    def _chains(self) -> fb.Chains:
+        return fb.Chains.of(self.lengths)
 
     def starts(self) -> np.ndarray:
         """Boolean per element: the first row of a sequence."""
-        first = np.zeros(int(np.sum(self.lengths)), dtype=bool)
-        first[np.cumsum(self.lengths) - np.asarray(self.lengths)] = True
-        return first
-
-    def _padded(self, nat):
-        nat = np.asarray(nat, float)
-        rows, lengths = self._rows()
-        padded = np.where((rows >= 0)[..., None], nat[np.maximum(rows, 0)], 0.0)
-        unary = padded[..., : self.k]
-        pair = padded[..., self.k:].reshape(padded.shape[:2] + (self.k, self.k))
-        return unary, pair, rows, lengths
+        return self._chains.starts
 
     def _solve(self, nat):
         """(mean (T, K + K²), log Z per sequence)."""
-        unary, pair, rows, lengths = self._padded(nat)
-        marginals, pairwise, log_z = fb.forward_backward(unary, pair, lengths)
-        inside = rows >= 0
-        mean = np.empty((int(lengths.sum()), self.size))
-        mean[rows[inside], : self.k] = marginals[inside]
-        mean[rows[inside], self.k:] = pairwise[inside].reshape(-1, self.k * self.k)
-        return mean, log_z
+        return fb.forward_backward(np.asarray(nat, float), self.k, self._chains)
 
     def solve(self, nat):
         """(E[t(z)], H[q]) from one forward–backward: H = log Z − λ·E[t(z)]."""
         mean, log_z = self._solve(nat)
-        return mean, float(np.sum(log_z) - np.sum(self._potential(nat, mean)))
-
-    def _potential(self, nat, mean):
-        """λ_t · E[t(z)_t] per element, the pair block left out at sequence starts."""
-        nat = np.array(nat, float)
-        nat[self.starts(), self.k:] = 0.0
-        return dot_last(mean, nat)
+        return mean, float(np.sum(log_z) - _potential(mean, np.asarray(nat, float)))
 
     # -- parameter maps -------------------------------------------------------------
     def natural(self, *, unary, pair) -> np.ndarray:
@@ -133,26 +109,24 @@ class CategoricalChain(ExponentialFamily):
     def entropy(self, nat) -> np.ndarray:
         """H[q] of each sequence: log Z_s − Σ_{t in s} λ_t · E[t(z)_t]."""
         mean, log_z = self._solve(nat)
-        per_element = self._potential(nat, mean)
-        sequence = np.repeat(np.arange(len(self.lengths)), self.lengths)
-        return log_z - np.bincount(sequence, per_element, minlength=len(self.lengths))
+        return log_z - np.add.reduceat(dot_last(mean, nat), self._chains.firsts)
 
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         """Joint draws of every sequence (FFBS): integer codes, shape leading(n) + (T,)."""
-        unary, pair, rows, lengths = self._padded(nat)
-        draws = fb.sample(unary, pair, lengths, rng, 1 if n is None else n)
-        out = np.empty((draws.shape[0], int(lengths.sum())), dtype=np.int64)
-        inside = rows >= 0
-        out[:, rows[inside]] = draws[:, inside]
-        return out[0] if n is None else out.reshape(leading(n) + out.shape[1:])
+        draws = fb.sample(np.asarray(nat, float), self.k, self._chains, rng, 1 if n is None else n)
+        return draws[0] if n is None else draws.reshape(leading(n) + draws.shape[1:])
 
     def mean(self, nat) -> np.ndarray:
         """The marginals q(z_t = k), shape (T, K)."""
         return self.to_mean(nat)[..., : self.k]
 
     def sd(self, nat) -> np.ndarray:
-        p = self.mean(nat)
-        return np.sqrt(p * (1.0 - p))
+        return self.location_of_moments(self.to_mean(nat))[1]
+
+    def location_of_moments(self, mean) -> tuple:
+        """(mean, sd) of the one-hot z_t from E[t(z)] (a state's cached moments): no forward–backward."""
+        p = np.asarray(mean)[..., : self.k]
+        return p, np.sqrt(p * (1.0 - p))
 
     def quantiles(self, nat, qs) -> np.ndarray:
         cdf = np.cumsum(self.mean(nat), axis=-1)
@@ -161,3 +135,10 @@ class CategoricalChain(ExponentialFamily):
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
         return ~np.any(np.isnan(nat) | (nat == np.inf), axis=-1) & np.any(np.isfinite(nat[:, : self.k]), axis=-1)
+
+
+def _potential(mean: np.ndarray, nat: np.ndarray) -> float:
+    """Σ λ·E[t(z)] over every element (the pair block is 0 at sequence starts), one dot product;
+    element by element only if it met 0 · (−∞), a state or move of probability 0, which counts 0."""
+    total = np.vdot(mean, nat)
+    return float(total) if np.isfinite(total) else float(np.sum(dot_last(mean, nat)))

@@ -117,8 +117,9 @@ class Monitor:
         self.window: list = []  # the globals' naturals after each of the last SMOOTHING + 1 sweeps
         self.previous: dict = {}  # the naturals after the last sweep (the state's own arrays: no copy)
         self.local = lambda: (0.0, "")  # mean change of variables measured elsewhere (`done`)
-        self.moments: tuple = ({}, {})  # the MvNormal moments of the same two states (ppl.infer.convergence.location)
-        self.vectors = tuple(n for n, f in problem.families.items() if getattr(f, "name", "") == "MvNormal")
+        self.moments: tuple = ({}, {})  # the moments of the same two states that `location` reads
+        self.vectors = tuple(n for n, f in problem.families.items()
+                             if _located_by_moments(f, not (self.stochastic or self.restarted)))
 
     def finish(self, state=None) -> Convergence:
         """The report, with the mean change of the last sweep measured even when the ELBO test
@@ -279,13 +280,22 @@ def _part(arrays: tuple, rows) -> list:
     return [a if rows is None or a is None else a[rows] for a in arrays]
 
 
+def _located_by_moments(family, exact: bool) -> bool:
+    """Whether `location` reads q's mean and sd off its moments: an MvNormal's (unless held in
+    data space, checked each sweep: that one knows its sds); in a deterministic run a chain's,
+    which the sweep's ELBO has computed (from λ each would be a forward–backward)."""
+    return getattr(family, "name", "") == "MvNormal" or (exact and hasattr(family, "location_of_moments"))
+
+
 def location(family, nat, moments=None, sd=True) -> tuple[np.ndarray, np.ndarray | None]:
     """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
-    moments (E[x], E[x xᵀ]) when given), or for a Normal–Wishart group the mean of μ with sd
+    moments (E[x], E[x xᵀ]) or a chain's marginals when given), or for a Normal–Wishart group the mean of μ with sd
     (β E[Λ]_ii)^−½. A q held in data space (`KernelGaussian`) gives them directly, its sd (O(N²D))
     only when `sd`."""
     if isinstance(nat, KernelGaussian):
         return nat.mean[None], nat.sd[None] if sd else None
+    if moments is not None and hasattr(family, "location_of_moments"):
+        return family.location_of_moments(moments)
     if moments is not None:
         d = family.dim
         mean = moments[..., :d]

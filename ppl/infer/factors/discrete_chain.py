@@ -21,7 +21,7 @@ import numpy as np
 
 from ppl.families.base import dot_last
 from ppl.graph.forms import inline
-from ppl.infer.access import AccessBuilder, Unsupported
+from ppl.infer.access import AccessBuilder, Unsupported, sum_by_index
 from ppl.infer.factors.factorial import FactorialNormal
 from ppl.infer.plates import Plate
 from ppl.lang import ast
@@ -98,26 +98,31 @@ class DiscreteTransition(_ChainFactor):
         super().__init__(factor, model, env, family, family.k, selector_expr=lag)
         if self.probs is None:
             raise Unsupported(f"`{self.name}`: the transition rows must be latent Dirichlet variables", factor.span)
-        self.rows = self.target.index[:, 0]
-        self.inside = ~family.starts()[self.rows]  # rows that continue the sequence of the row before
+        rows = self.target.index[:, 0]
+        self.starts = np.flatnonzero(family.starts())  # where the transition is switched off
+        contiguous = np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows)))
+        self.rows = slice(rows[0], rows[0] + len(rows)) if contiguous else rows  # a slice reads a view
 
     def _pairwise(self, state):
-        """ξ_t over the plate, (T − 1, K, K), zero where a sequence starts."""
-        xi = state.moments(self.chain)[self.rows, self.k:].reshape(-1, self.k, self.k)
-        return xi * self.inside[:, None, None]
+        """ξ_t over the plate, (T − 1, K, K), zero where a sequence starts (as the family gives it)."""
+        return state.moments(self.chain)[self.rows, self.k:].reshape(-1, self.k, self.k)
 
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
         if name == self.chain:
             out = np.zeros((state.natural[name].shape[0], self.family.size))
-            pair = np.where(self.inside[:, None, None], self._expected_log_probs(state), 0.0)
-            out[self.rows, self.k:] = pair.reshape(len(self.rows), -1)
+            log_a = self._expected_log_probs(state)
+            out[self.rows, self.k:] = log_a.reshape(len(log_a), -1)
+            out[self.starts, self.k:] = 0.0
             return out
+        if self.probs.plate_free:  # one A for every step: row i takes Σ_t ξ_t[i, ·]
+            return sum_by_index(self.probs.components, self._pairwise(state).sum(axis=0), self.probs.size)
         return self.probs.scatter(self._pairwise(state))
 
     def elbo(self, state) -> float:
-        xi = self._pairwise(state)
-        return float(np.sum(dot_last(xi.reshape(len(xi), -1),
-                                     np.broadcast_to(self._expected_log_probs(state), xi.shape).reshape(len(xi), -1))))
+        xi, log_a = self._pairwise(state), self._expected_log_probs(state)
+        if log_a.shape[0] == 1:  # one E[log A] for every step: Σ_t ξ_t first
+            xi = xi.sum(axis=0, keepdims=True)
+        return float(np.sum(dot_last(xi.reshape(len(xi), -1), np.broadcast_to(log_a, xi.shape).reshape(len(xi), -1))))
 
 
 class Emission:
