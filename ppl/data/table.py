@@ -44,10 +44,11 @@ def read_csv_text(content: bytes, name: str) -> Table:
     except UnicodeDecodeError as exc:
         line = content[:exc.start].count(b"\n") + 1
         raise _not_text(line, content[exc.start], name) from None
-    header, rows = None, []
-    for header, fields in _records(io.StringIO(text, newline=""), name):
-        if fields is not None:
-            rows.append(fields)
+    header, rows = _regular(text)
+    if header is None:  # blank lines, ragged rows or text `csv` rejects: read record by record
+        for header, fields in _records(io.StringIO(text, newline=""), name):
+            if fields is not None:
+                rows.append(fields)
     if header is None:
         raise DataError("E401", "the data file is empty", source=name,
                         hint="the first line must name the columns")
@@ -59,6 +60,22 @@ def read_csv_text(content: bytes, name: str) -> Table:
     cells[empty] = None
     cells = cells[:filled[-1] + 1]
     return Table({column: cells[:, i] for i, column in enumerate(header)})
+
+
+def _regular(text: str) -> tuple:
+    """(header, rows) of a CSV text whose first line is the header and every later line a row
+    of as many fields, parsed whole by the C reader with no Python step per row (what `_records`
+    yields for it); (None, []) for any other text, which `_records` reads and locates."""
+    try:
+        records = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
+    except csv.Error:
+        return None, []
+    if not records or not any(records[0]):
+        return None, []
+    header, rows = header_names(records[0]), records[1:]
+    if set(map(len, rows)) - {len(header)}:
+        return None, []
+    return header, rows
 
 
 def locate_malformed(path, name: str) -> None:
