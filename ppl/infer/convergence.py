@@ -118,6 +118,7 @@ class Monitor:
         self.previous: dict = {}  # the naturals after the last sweep (the state's own arrays: no copy)
         self.local = lambda: (0.0, "")  # mean change of variables measured elsewhere (`done`)
         self.moments: tuple = ({}, {})  # the moments of the same two states that `location` reads
+        self.means: dict = {}  # the means `mean_change` last computed, by variable (`mean_change`)
         self.vectors = tuple(n for n, f in problem.families.items()
                              if _located_by_moments(f, not (self.stochastic or self.restarted)))
 
@@ -133,7 +134,7 @@ class Monitor:
         """Report the mean change from `before` to `after` if the fixed-point test never measured it."""
         if not self.stochastic and not self.restarted and np.isnan(self.report.mean_change) and before:
             self.report.mean_change, self.report.mean_variable = max(
-                mean_change(self.problem, before, after, moments), self.local())
+                mean_change(self.problem, before, after, moments, self.means), self.local())
 
     def done(self, trace: list, state, informative: bool = True, trace_se=None, local=None, last=False) -> bool:
         """True when the run is at its fixed point (or its trace is flat within noise).
@@ -167,7 +168,8 @@ class Monitor:
         self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
         if not abs(d) / (1 - rho) <= self.tol:
             return False
-        change, variable = max(mean_change(self.problem, previous, state.natural, self.moments), self.local())
+        change, variable = max(mean_change(self.problem, previous, state.natural, self.moments, self.means),
+                               self.local())
         self.report.mean_change, self.report.mean_variable = change, variable
         return change <= self.mean_tol
 
@@ -233,11 +235,14 @@ def mass_moved(before: dict, after: dict) -> tuple[float, str]:
     return worst, where
 
 
-def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -> tuple[float, str]:
+def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {}), means: dict | None = None
+                ) -> tuple[float, str]:
     """max over variables and elements of |E_after[x] − E_before[x]| / sd_after[x], and the
     variable where it is reached. sd is floored at 1e-6 (1 + |mean|) so that a probability near
     0 or 1 (sd → 0) does not dominate. `moments`: the MvNormal moments of the two states, which
-    give mean and sd in O(D) where the naturals would need a D × D inverse."""
+    give mean and sd in O(D) where the naturals would need a D × D inverse. `means`: {variable:
+    (λ, its means)} of the last call, updated here: a λ met again as `before` (the state's arrays
+    are replaced, never written) is not located twice (a stopping rule that tests sweep after sweep)."""
     worst, where = 0.0, ""
     for name, nat in after.items():
         old = before.get(name)
@@ -247,22 +252,29 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {})) -
         if isinstance(nat, KernelGaussian):  # its sds bounded first, the exact ones of a few elements
             value = nat.largest_shift(location(family, old, old_moments, sd=False)[0][0])
         else:
-            value = _largest_change(family, (nat, new_moments), (old, old_moments))
+            known = means.get(name, (None, None)) if means is not None else (None, None)
+            value, located = _largest_change(family, (nat, new_moments), (old, old_moments),
+                                             known[1] if known[0] is old else None)
+            if means is not None:
+                means[name] = (nat, located)
         if value > worst:
             worst, where = value, name
     return worst, where
 
 
-def _largest_change(family, after: tuple, before: tuple) -> float:
-    """max |m1 − m0| / sd1 over the elements of one variable, (λ, moments) after and before."""
-    value = 0.0
-    for rows in _blocks(family, after[0], before[0]):
+def _largest_change(family, after: tuple, before: tuple, known=None) -> tuple:
+    """(max |m1 − m0| / sd1 over the elements of one variable, m1), from (λ, moments) after and
+    before; `known`: m0, when already located. m1 is kept (returned) for a λ of one block only:
+    a local's N × K means are not held between sweeps."""
+    value, m1 = 0.0, None
+    blocks = _blocks(family, after[0], before[0])
+    for rows in blocks:
         m1, s1 = location(family, *_part(after, rows))
-        m0, _ = location(family, *_part(before, rows), sd=False)
+        m0 = known if known is not None and len(blocks) == 1 else location(family, *_part(before, rows), sd=False)[0]
         scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
         with np.errstate(invalid="ignore"):
             value = max(value, float(np.nanmax(np.abs(m1 - m0) / scale, initial=0.0)))
-    return value
+    return value, (m1 if len(blocks) == 1 else None)
 
 
 def _blocks(family, nat, old) -> list:
