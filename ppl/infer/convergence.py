@@ -303,7 +303,7 @@ def location(family, nat, moments=None, sd=True) -> tuple[np.ndarray, np.ndarray
     """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
     moments (E[x], E[x xᵀ]) or a chain's marginals when given), or for a Normal–Wishart group the mean of μ with sd
     (β E[Λ]_ii)^−½. A q held in data space (`KernelGaussian`) gives them directly, its sd (O(N²D))
-    only when `sd`."""
+    only when `sd`, as a family with its own `sd` (a second softmax for a Categorical)."""
     if isinstance(nat, KernelGaussian):
         return nat.mean[None], nat.sd[None] if sd else None
     if moments is not None and hasattr(family, "location_of_moments"):
@@ -314,7 +314,7 @@ def location(family, nat, moments=None, sd=True) -> tuple[np.ndarray, np.ndarray
         second = np.diagonal(moments[..., d:].reshape(moments.shape[:-1] + (d, d)), axis1=-2, axis2=-1)
         return mean, np.sqrt(np.maximum(second - mean * mean, 0.0))
     if hasattr(family, "sd"):
-        return np.asarray(family.mean(nat), dtype=float), np.asarray(family.sd(nat), dtype=float)
+        return np.asarray(family.mean(nat), dtype=float), np.asarray(family.sd(nat), dtype=float) if sd else None
     p = family.params(nat)
     diagonal = np.diagonal(p["scale"], axis1=-2, axis2=-1) * p["dof"][..., None]
     return p["mean"], 1 / np.sqrt(p["beta"][..., None] * diagonal)
