@@ -147,8 +147,10 @@ def _local_frequencies(problem, name, window: int = 10):
 
 
 def _kmeans(points: np.ndarray, k: int, rng, weights=None, iterations: int = 10) -> np.ndarray:
-    """k-means++ seeding and a few Lloyd steps; returns a label per point. `weights`: the row
-    weights of the points (a point stands for that many), in the seeding and the means."""
+    """k-means++ seeding and at most `iterations` Lloyd steps; returns a label per point. The
+    steps end when the labels repeat: the means, and every later step, would then repeat too.
+    `weights`: the row weights of the points (a point stands for that many), in the seeding and
+    the means."""
     n = points.shape[0]
     w = np.ones(n) if weights is None else weights
     centres = [points[rng.integers(n) if weights is None else rng.choice(n, p=w / w.sum())]]
@@ -159,9 +161,12 @@ def _kmeans(points: np.ndarray, k: int, rng, weights=None, iterations: int = 10)
             centres.append(points[np.argmax(d2)])
         else:
             centres.append(points[rng.choice(n, p=d2 / total)] if total > 0 else points[rng.integers(n)])
-    centres = np.array(centres)
+    centres, last = np.array(centres), None
     for _ in range(iterations):
         labels = _nearest(points, centres, np.argmin)
+        if last is not None and np.array_equal(labels, last):
+            return labels
+        last = labels
         for j in range(k):
             members = labels == j
             if w[members].sum() > 0:  # the plain mean when unweighted (bit for bit as before)
