@@ -167,11 +167,10 @@ def _kmeans(points: np.ndarray, k: int, rng, weights=None, iterations: int = 10)
         if last is not None and np.array_equal(labels, last):
             return labels
         last = labels
-        for j in range(k):
-            members = labels == j
-            if w[members].sum() > 0:  # the plain mean when unweighted (bit for bit as before)
-                centres[j] = points[members].mean(axis=0) if weights is None else \
-                    np.average(points[members], axis=0, weights=w[members])
+        mass = np.bincount(labels, weights=w, minlength=k)  # each centre's weighted mean, by sums over its points
+        sums = np.stack([np.bincount(labels, weights=w * column, minlength=k) for column in points.T], axis=1)
+        kept = mass > 0  # a centre no point chose stays where it is
+        centres[kept] = sums[kept] / mass[kept, None]
     return _nearest(points, centres, np.argmin)
 
 
