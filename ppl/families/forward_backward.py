@@ -12,7 +12,8 @@ length are held one after another in rows, `nat` (T, K + K²) = (u_t, P_t flatte
 The recursions are Rabiner's (1989) scaled ones in probability space, over all chains at once:
 the chains are laid out time-major, longest first (`Chains`), so step t is one matrix product on
 the n_t chains still running, a contiguous block, and the only Python loop is over the steps of
-the longest chain. Each step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1
+the longest chain. One chain alone has its own recursions (`_one_chain`), two numpy calls a
+step, as there the calls' fixed cost is the whole time. Each step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1
 with one of them 1, and divides by the step's normaliser c_t; the shifts and log c_t add up to
 log Z, so nothing grows with the length. When P_t is the same at every step (an HMM's E[log A]),
 exp is taken once and a step is an (n_t, K) × (K, K) product. Where the finite log-potentials of
@@ -111,14 +112,14 @@ def _forward(local: np.ndarray, weights: np.ndarray, chains: Chains):
     ones = np.ones(k)  # a row sum as a matrix–vector product: cheaper than a reduction over K
     norm[0] = local[0] @ ones
     np.divide(local[0], norm[0, :, None], out=alpha[0])
-    product = np.dot if weights.ndim == 2 else np.matmul
-    multiply, dot, divide, before = np.multiply, np.dot, np.divide, alpha[0]
+    shared, before = weights.ndim == 2, alpha[0]
+    multiply, dot, divide = np.multiply, np.dot, np.divide
     for t, n in enumerate(chains.active[1:], 1):  # `out` by position: a keyword costs 0.1 µs a call
         f, c = alpha[t, :n], norm[t, :n]
-        if product is dot:
+        if shared:
             dot(before[:n], weights, f)
         else:
-            product(before[:n, None, :], weights[t, :n], f[:, None, :])
+            np.matmul(before[:n, None, :], weights[t, :n], f[:, None, :])
         multiply(f, local[t, :n], f)
         dot(f, ones, c)
         divide(f, c[:, None], f)
