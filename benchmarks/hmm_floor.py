@@ -4,7 +4,8 @@ writes it in numpy, with every trick the engine is asked to match (issue 17):
 
 - the sequences time-major and longest first, padded to (L, S), so that step t of the recursions
   reads one contiguous block, the n_t sequences still running; every buffer is allocated once
-  and each step's views are taken once, so the loop over steps slices nothing;
+  and each step's views are taken once, so the loop over steps slices nothing, and passes `out`
+  by position;
 - Rabiner's scaled forward–backward in probability space: one exp of the log-likelihoods less
   their row maximum and one of E[log A] per sweep; log Z = Σ log c_t + Σ maxima;
 - one sequence: the step's evidence and normaliser folded into its matrix,
@@ -123,38 +124,40 @@ class FloorVBHMM:
 
     def _one(self, start, trans):
         """Forward–backward on one sequence: one product and one division per forward step, one
-        product per backward step."""
+        product per backward step (`out` by position: a keyword costs about 0.1 µs a call)."""
         k, like, scaled = self.k, self.like[:, 0], self.scaled[:, 0]
+        divide, dot = np.divide, np.dot
         np.multiply(trans, like[:, None, :], out=self.mat[:, :, :k])
         self.mat[:, :, k] = like @ trans.T
         np.multiply(start, like[0], out=self.f[0, :k])
         self.f[0, k] = self.f[0, :k].sum()
         for alpha, message, norm, mat, f in self.forward:
-            np.divide(message, norm, out=alpha)
-            np.dot(alpha, mat, out=f)
+            divide(message, norm, alpha)
+            dot(alpha, mat, f)
         message, norm, alpha = self.last
-        np.divide(message, norm, out=alpha)
-        np.divide(like, self.norm, out=scaled)
+        divide(message, norm, alpha)
+        divide(like, self.norm, scaled)
         np.multiply(trans, scaled[:, None, :], out=self.back_mat)
         for mat, after, back in self.backward:
-            np.dot(mat, after, out=back)
+            dot(mat, after, back)
         np.multiply(scaled, self.back[:, 0], out=self.g[:, 0])
 
     def _many(self, start, trans):
         """Forward–backward on the blocks of running sequences: one (n_t, K) × (K, K) product per step."""
-        across = np.ascontiguousarray(trans.T)
+        across, ones = np.ascontiguousarray(trans.T), self.ones
+        multiply, dot, divide = np.multiply, np.dot, np.divide
         alpha, _, like, norm, column = self.forward[0]
-        np.multiply(start, like, out=alpha)
-        np.dot(alpha, self.ones, out=norm)
-        np.divide(alpha, column, out=alpha)
+        multiply(start, like, alpha)
+        dot(alpha, ones, norm)
+        divide(alpha, column, alpha)
         for alpha, before, like, norm, column in self.forward[1:]:
-            np.dot(before, trans, out=alpha)
-            np.multiply(alpha, like, out=alpha)
-            np.dot(alpha, self.ones, out=norm)
-            np.divide(alpha, column, out=alpha)
-        np.divide(self.like, self.norm[..., None], out=self.scaled)
+            dot(before, trans, alpha)
+            multiply(alpha, like, alpha)
+            dot(alpha, ones, norm)
+            divide(alpha, column, alpha)
+        divide(self.like, self.norm[..., None], self.scaled)
         scaled, back, g = self.last
-        np.multiply(scaled, back, out=g)
+        multiply(scaled, back, g)
         for g_next, part, scaled, back, g in self.backward:
-            np.dot(g_next, across, out=part)
-            np.multiply(scaled, back, out=g)
+            dot(g_next, across, part)
+            multiply(scaled, back, g)
