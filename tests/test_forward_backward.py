@@ -53,9 +53,12 @@ def each_sequence(family, nat):
         start += length
 
 
+# several chains; one (its own recursions), its views taken all at once or two steps at a time
+@pytest.mark.parametrize("lengths, chunk", [(LENGTHS, fb.CHUNK), ((6,), fb.CHUNK), ((6,), 2)])
 @pytest.mark.parametrize("shared", [False, True])
-def test_marginals_pairwise_and_log_z_equal_enumeration(shared):
-    family, nat = random_natural(LENGTHS, np.random.default_rng(0), shared=shared)
+def test_marginals_pairwise_and_log_z_equal_enumeration(shared, lengths, chunk, monkeypatch):
+    monkeypatch.setattr(fb, "CHUNK", chunk)
+    family, nat = random_natural(lengths, np.random.default_rng(0), shared=shared)
     assert fb._weights(family.params(nat)["pair"], family._chains)[0].ndim == (2 if shared else 3)
     mean = family.to_mean(nat)
     log_z = family.log_partition(nat)
