@@ -3,7 +3,8 @@
 For every model, all from the same seed and start:
 
     old release   ppl's default before the fixed-point rule (the commit before 91e48f4), run from a
-                  `git archive` export in a child process (benchmarks/_old_release.py); its gap is
+                  `git archive` export in a child process (benchmarks/_old_release.py), model by model
+                  just before today's runs of the same model (so both see the same load); its gap is
                   to its own tight run (relative tol 1e-13); "n/a" where it cannot run the model
     old default   the relative rule that was the default before (stop when |ΔL| / |L| < 1e-6),
                   replayed exactly: the plain trajectory stopped at the sweep where that rule fired
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -121,45 +123,58 @@ def verdict(rows: list) -> str:
             f"CPU of today's default over the old release's: {listed}.")
 
 
+def anderson(rows: list) -> str:
+    """Where Anderson acceleration takes fewer, more or the same sweeps as SQUAREM (the default)."""
+    runs = {(m, r): row for m, r, *row in rows}
+    models = list(dict.fromkeys(m for m, *_ in rows))
+    pairs = [(m, runs[m, "Anderson"][0], runs[m, "new default"][0]) for m in models]
+    fewer = ", ".join(f"{m} ({a} against {d})" for m, a, d in pairs if a < d)
+    more = ", ".join(f"{m} ({a} against {d})" for m, a, d in pairs if a > d)
+    same = ", ".join(m for m, a, d in pairs if a == d)
+    return (f"Anderson takes fewer sweeps than SQUAREM on {fewer or 'none'}; more on {more or 'none'}; "
+            f"the same on {same or 'none'}.")
+
+
 def render(rows: list) -> str:
     head = ("| model | run | sweeps | CPU s | ELBO below tight (nats) | max mean diff (sd) |\n"
             "|---|---|---:|---:|---:|---:|\n")
-    body = "".join(f"| {m} | {r} | {s} | {_cell(w, '.3f')} | {_cell(g, '.1e')} | {_cell(d, '.1e')} |\n"
+    body = "".join(f"| {m} | {r} | {s} | {_cell(w, '.4f')} | {_cell(g, '.1e')} | {_cell(d, '.1e')} |\n"
                    for m, r, s, w, g, d in rows)
     return (f"{SECTION}\n\n`python3 benchmarks/convergence.py` on {machine()}, one BLAS thread, seed 1, best of "
             f"the repeats. Timings are noisy: the machine was shared with other jobs.\n\n{head}{body}\n"
-            + "".join(f"† {text}.\n" for text in ELSEWHERE.values()) + f"\n{verdict(rows)}\n\n{READING}")
+            + "".join(f"† {text}.\n" for text in ELSEWHERE.values()) + f"\n{verdict(rows)}\n\n{READING}\n{anderson(rows)} {ANDERSON}")
 
 
 READING = """"old release" is the default a user had before the fixed-point rule; "old default" is its relative
 rule (|ΔL|/|L| < 1e-6) replayed on today's plain trajectory; "new, plain" and "new default" stop at
 the fixed point (docs/rules/vmp.md#convergence), without and with SQUAREM, on by default for every
-deterministic rule (docs/rules/vmp.md#acceleration-squarem) except while a Gaussian is solved by
-Woodbury (logistic_wide) and for LDA's restarted batch (†); "Anderson" is the default with Anderson
-acceleration (memory 3) in place of SQUAREM (docs/rules/vmp.md#anderson).
+deterministic rule (docs/rules/vmp.md#acceleration-squarem) except LDA's restarted batch (†);
+"Anderson" is the default with Anderson acceleration (memory 3) in place of SQUAREM
+(docs/rules/vmp.md#anderson).
 
-Where today's default costs more CPU than the old release, three causes, none a plain inefficiency
-found: (1) the old release stopped short and the fixed point takes more sweeps (latent_class 43
-sweeps against 31, 0.01 nats short; binary_fa 31 against 25, 1e-3 nats; lda 84 against 79, 13 nats
-short of its own fixed point); (2) hmm and factorial_hmm are other approximations now: the old
-release had no discrete chain q, so q(z) was mean field over the z[t] (fixed points 0.27 nats (hmm)
-and 102 nats (factorial_hmm) below today's), and today's sweep runs forward-backward, a recursion
-over the T steps in Python (hmm: 272 steps, about 9 ms a pass each way: two thirds of a sweep under
-cProfile); (3) the models that fit in a few milliseconds (beta_bernoulli, gamma_poisson, gaussian,
-the linear regressions, ordinal_regression, gp_classification: 2 to 7 sweeps) differ by a
-millisecond or less: one or two sweeps more for the rate test, and the fixed costs of a run. casino
+Where today's default costs more CPU than the old release, the causes, none a plain inefficiency
+found: (1) the old release stopped short, and the fixed point takes more sweeps (the rows "old
+release" and "new default" above: latent_class, binary_fa, surgical_expanded, lda stopped 4e-4 to
+13 nats short of their own fixed points); an extrapolated SQUAREM step costs a sweep of its own,
+which on surgical_expanded (a fresh quadrature over 2,814 rows per sweep) is about as much as the
+sweeps it saves; (2) hmm and factorial_hmm are other approximations now: the old release had no
+discrete chain q, so q(z) was mean field over the z[t] (fixed points 0.27 nats (hmm) and 102 nats
+(factorial_hmm) below today's), and today's sweep runs forward-backward, a recursion over the T
+steps (section "Hidden Markov model (VB-HMM)" above) where mean field took one vectorised update;
+(3) the models that fit in a few milliseconds (beta_bernoulli, gamma_poisson, gaussian, the linear
+regressions, ordinal_regression, gp_classification: 2 to 7 sweeps) differ by a millisecond or less,
+one or two sweeps more for the rate test, and CPU times printed to the millisecond are noise. casino
 and surgical use syntax the old release did not have (n/a). Sweeps are the noise-free measure of
-cost; CPU times of a few milliseconds are noise.
+cost.
 
 Every new run (plain, SQUAREM, Anderson) lands within 1e-6 nats of the tight run; the old rule
 replayed stopped up to 2.6 nats (lda), 0.015 nats (casino) and 0.01 nats (latent_class) short.
-factorial_hmm takes its ridge step in every run. Anderson takes fewer sweeps than SQUAREM on hmm
-(10 against 12), latent_class (35, 43), logistic_regression (14, 19), surgical and
-surgical_expanded (12, 20), ordinal_regression (5, 6) and factorial_hmm (29, 30), and more on
-casino (54, 37), eight_schools (21, 16), gmm (62, 39), poisson_regression (32, 19), the linear
-regressions (9, 7), gaussian (8, 7) and hierarchical_logistic (12, 11); memories 1, 2 and 5 did not
-change that picture (gmm 59 to 67 sweeps, casino 53 to 60, poisson_regression 33 to 36, measured
-before). Not better across the table, it is not the default: `accelerate="anderson"` asks for it.
+factorial_hmm takes its ridge step in every run.
+"""
+
+ANDERSON = """Memories 1, 2 and 5 did not change that picture (gmm 59 to 67 sweeps, casino 53 to 60,
+poisson_regression 33 to 36, measured before). Not better across the table, it is not the default:
+`accelerate="anderson"` asks for it.
 """
 
 
@@ -171,11 +186,13 @@ def main(argv=None) -> int:
     parser.add_argument("--old-release", type=Path, help="a directory holding (or to hold) the old release's export")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    release = args.old_release
-    if release is not None and not (release / "ppl").is_dir():
-        _old_release.export(release)
-    old = _old_release.measure(args.models, args.repeat, release)
-    rows = [row for name in args.models for row in rows_for(name, args.repeat, old[name])]
+    with tempfile.TemporaryDirectory() as tmp:
+        release = args.old_release or Path(tmp) / "release"
+        if not (release / "ppl").is_dir():
+            _old_release.export(release)
+        # each model's old-release fit just before today's, so that both see the same machine load
+        rows = [row for name in args.models
+                for row in rows_for(name, args.repeat, _old_release.measure([name], args.repeat, release)[name])]
     text = render(rows)
     print(text)
     if not args.no_write:
