@@ -228,6 +228,10 @@ def _part(j):
     (lambda doc: doc["q"]["parts"][1].pop("elbo"), "entry `q.parts[1]` has no `elbo`"),
     (lambda doc: doc["grid"].pop("weights"), "`grid` has no `weights`"),
     (lambda doc: doc.update(elbo="high"), "the top level cannot be read"),
+    (lambda doc: doc["grid"].update(weights=None), "entry `grid` cannot be read"),
+    (lambda doc: doc["grid"].update(variable=[]), "entry `grid` cannot be read"),
+    (lambda doc: doc["origin"].pop("constants"), "entry `origin` has no `constants`"),
+    (lambda doc: doc.update(origin=3), "entry `origin` cannot be read"),
 ])
 def test_an_unreadable_entry_is_a_located_error(normal, tmp_path, change, where):
     _, _, path = normal
