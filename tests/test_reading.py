@@ -186,3 +186,25 @@ def test_a_small_file_is_read_without_pyarrow():
             "print(sorted(m for m in sys.modules if m.startswith(('pyarrow', 'pandas'))), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stderr.strip() == "[]"
+
+
+ODD_TEXTS = ["x,y\r\n1,2\r\n3,4\r\n", "\ufeffx,y\n1,2\n", 'x,y\n"1,5",2\n"a\nb", ""\n', "x, y\n 1,  2\n",
+             "x,x,\n1,2,3\n", "x,y\n", "x,y\n1,2", "x\n1\n\n2\n", "x\n1\n2\n\n\n", "x,y\n,\n1,2\n,\n",
+             "x,y,z\n1,2,3\n,\n", "x,y\n1,2\n3\n", "\n\nx,y\n1,2\n", ",\nx,y\n1,2\n", "", "\n\n", "x\n\n",
+             'x,y\n"1,2\n', "x,y\n1,\x002\n", 'x\n""\n1\n']
+
+
+@pytest.mark.parametrize("text", ODD_TEXTS)
+def test_the_whole_file_path_gives_the_record_path_table(monkeypatch, text):
+    """A CSV parsed whole (`_regular`) gives the Table, or the error, of the record-by-record read."""
+    from ppl.data import table
+
+    def read():
+        try:
+            return {k: v.tolist() for k, v in table.read_csv_text(text.encode(), "t.csv").columns.items()}
+        except ppl.DataError as error:
+            return error.code, error.message, error.row
+
+    fast = read()
+    monkeypatch.setattr(table, "_regular", lambda text: (None, []))
+    assert fast == read()
