@@ -44,6 +44,10 @@ class Model:
         from ppl.graph import analyze
         key = (frozenset(dataset.masks) if dataset is not None else frozenset(),
                tuple((methods or {}).items()), gaussian_block)
+        try:
+            hash(key)
+        except TypeError:  # a rule or block that is not text: no key, and `analyze` refuses it (E282)
+            return analyze(self.checked, dataset, methods, gaussian_block)
         if key not in self._analyses:
             if len(self._analyses) >= ANALYSES:
                 del self._analyses[next(iter(self._analyses))]  # the oldest
