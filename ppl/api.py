@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,13 @@ class Model:
     def with_constants(self, **constants) -> "Model":
         """A copy of this model with constants overridden, checked again."""
         return Model(self.text, self.name, {**self.checked.overrides, **constants})
+
+    def with_checked(self, checked: CheckedModel) -> "Model":
+        """A copy of this model with `checked` in place of its own (a grid node's, with h a
+        constant), keeping its analyses apart: they are of `checked`."""
+        part = copy.copy(self)
+        part.checked, part._analyses = checked, {}
+        return part
 
     def bind(self, data, source: str | None = None, na=None):
         """Data (CSV or Parquet path, DataFrame or dict of arrays) → a checked `Dataset`; `na`:
