@@ -41,7 +41,7 @@ def load_grid(doc: dict, path):
     """The `GridPosterior` of a `/2` document read from `path`."""
     from ppl.infer.grid.mixture import CellMarginal
     from ppl.infer.grid.posterior import GridPosterior, mixed_marginals
-    from ppl.infer.saved import entry, rebuild, tags
+    from ppl.infer.saved import entry, rebuild, run_fields
     with entry(path, "grid"):
         grid = doc["grid"]
         h, values, weights = _name(grid["variable"]), list(grid["nodes"]), _numbers(grid["weights"])
@@ -63,11 +63,8 @@ def load_grid(doc: dict, path):
         fields = dict(scopes=dict(q["scopes"]), components=dict(q["components"]), coords=dict(q["coords"]),
                       dims={k: tuple(v) for k, v in q["dims"].items()}, observed=tuple(q["observed"]))
     with entry(path, ""):
-        return GridPosterior(marginals, float(doc["elbo"]), list(doc["trace"]), dict(doc["elbo_terms"]),
-                             int(doc["iterations"]), bool(doc["converged"]), float(doc["seconds"]),
-                             tags=tags(doc["factors"]), levels=dict(doc["levels"]), notes=list(doc["notes"]),
-                             trace_se=list(doc["trace_se"]), origin=origin,
-                             interrupted=doc["status"].startswith("interrupted"), grid=grid, nodes=nodes, **fields)
+        return GridPosterior(marginals, origin=origin, interrupted=doc["status"].startswith("interrupted"),
+                             grid=grid, nodes=nodes, **run_fields(doc), **fields)
 
 
 def _name(value) -> str:
