@@ -232,6 +232,8 @@ def _part(j):
     (lambda doc: doc["grid"].update(variable=[]), "entry `grid` cannot be read"),
     (lambda doc: doc["origin"].pop("constants"), "entry `origin` has no `constants`"),
     (lambda doc: doc.update(origin=3), "entry `origin` cannot be read"),
+    (lambda doc: doc["q"].update(components={"nu": {"mu": 0}}), "entry `q` cannot be read"),
+    (lambda doc: doc["q"]["parts"][0]["q"].update(components={"mu": 2}), "entry `q.parts[0].q` cannot be read"),
 ])
 def test_an_unreadable_entry_is_a_located_error(normal, tmp_path, change, where):
     _, _, path = normal

@@ -113,11 +113,21 @@ def rebuild(doc: dict, path, at: str = "", origin: dict | None = None):
     with entry(path, f"{at}q"):
         marginals = assemble(q["order"], own, joint)
         fields = dict(restart=int(q["restart"]), joint=joint, scopes=dict(q["scopes"]),
-                      components=dict(q["components"]), dims={k: tuple(v) for k, v in q["dims"].items()},
+                      components=components(q["components"], marginals), dims={k: tuple(v) for k, v in q["dims"].items()},
                       coords=dict(q["coords"]), term_trace=list(q["term_trace"]),
                       priors={k: _unarray(v) for k, v in q["priors"].items()}, observed=tuple(q["observed"]))
     with entry(path, at):
         return Posterior(marginals, origin=dict(origin or doc["origin"]), **run_fields(doc), **fields)
+
+
+def components(saved, marginals: dict) -> dict:
+    """A document's `components`, {selector: {variable: axis}}, each selector one of `marginals`
+    (`entry` makes the ValueError E800)."""
+    found = dict(saved)
+    for selector, members in found.items():
+        if selector not in marginals or not isinstance(members, dict):
+            raise ValueError(f"`components` lists `{selector}`: {members!r}, not the members of a selector")
+    return found
 
 
 def run_fields(doc: dict) -> dict:

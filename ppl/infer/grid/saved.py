@@ -41,7 +41,7 @@ def load_grid(doc: dict, path):
     """The `GridPosterior` of a `/2` document read from `path`."""
     from ppl.infer.grid.mixture import CellMarginal
     from ppl.infer.grid.posterior import GridPosterior, mixed_marginals
-    from ppl.infer.saved import entry, rebuild, run_fields
+    from ppl.infer.saved import components, entry, rebuild, run_fields
     with entry(path, "grid"):
         grid = doc["grid"]
         h, values, weights = _name(grid["variable"]), list(grid["nodes"]), _numbers(grid["weights"])
@@ -60,8 +60,9 @@ def load_grid(doc: dict, path):
     _agree(nodes, order, h, path)
     marginals = mixed_marginals(order, h, CellMarginal(centres, width, weights, log_scale), nodes)
     with entry(path, "q"):
-        fields = dict(scopes=dict(q["scopes"]), components=dict(q["components"]), coords=dict(q["coords"]),
-                      dims={k: tuple(v) for k, v in q["dims"].items()}, observed=tuple(q["observed"]))
+        fields = dict(scopes=dict(q["scopes"]), components=components(q["components"], marginals),
+                      coords=dict(q["coords"]), dims={k: tuple(v) for k, v in q["dims"].items()},
+                      observed=tuple(q["observed"]))
     with entry(path, ""):
         return GridPosterior(marginals, origin=origin, interrupted=doc["status"].startswith("interrupted"),
                              grid=grid, nodes=nodes, **run_fields(doc), **fields)
