@@ -249,5 +249,5 @@ def accelerator(problem, requested: bool | None):
         return None
     if requested == "anderson":
         from ppl.infer.anderson import Anderson
-        return Anderson(problem, residual=problem.approximate, requested=False)
+        return Anderson(problem, residual=problem.approximate)
     return Squarem(problem, residual=problem.approximate)
