@@ -208,3 +208,19 @@ def test_the_whole_file_path_gives_the_record_path_table(monkeypatch, text):
     fast = read()
     monkeypatch.setattr(table, "_regular", lambda text: (None, []))
     assert fast == read()
+
+
+@pytest.mark.parametrize("text, code", [(b"", "E401"), (b"y\n1\n\xe9\n", "E402"), (b"y,z\n1,2\n3,4,5\n", "E402"),
+                                        (b"y\n1\n,\n2\n", "E402")])
+@pytest.mark.parametrize("command", ["predict", "score"])
+def test_new_data_that_pandas_cannot_read_is_a_located_error(tmp_path, capsys, text, code, command):
+    """`ppl predict` and `ppl score` read the new rows with pandas: an empty, non-UTF-8 or ragged
+    file is the data error the exact reader gives (E401, E402), exit 1, not an internal error."""
+    (tmp_path / "m.vim").write_text("data y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)\n")
+    (tmp_path / "d.csv").write_text("y\n0.5\n1.5\n")
+    assert cli.main(["infer", str(tmp_path / "m.vim"), str(tmp_path / "d.csv"), "--quiet",
+                     "--output", str(tmp_path / "post.json")]) == 0
+    (tmp_path / "new.csv").write_bytes(text)
+    capsys.readouterr()
+    assert cli.main([command, str(tmp_path / "m.vim"), str(tmp_path / "post.json"), str(tmp_path / "new.csv")]) == 1
+    assert f"[{code}]" in capsys.readouterr().err
