@@ -49,6 +49,31 @@ M0, BETA0, A0, B0 = 70.0, 1.0, 0.5, 0.0005  # models/hmm.vim
 ITERATIONS = (20, 80)
 EXACT = dict(tol=1e-300, mean_tol=1e-300, accelerate=False)  # the floor's algorithm, max_iter sweeps
 
+FLOOR_NOTE = ("The floor (benchmarks/hmm_floor.py) is VB-EM as an expert writes it in numpy: the sequences "
+              "time-major and longest first, so a step of the recursions reads one contiguous block (the sequences "
+              "still running); every buffer allocated once and every step's views taken once, so the loop over "
+              "steps slices nothing (and passes `out` by position); Rabiner's scaled recursions with one exp of "
+              "the shifted log-likelihoods and one of E[log A] per sweep. On one sequence the step's evidence and "
+              "its normaliser are folded into "
+              "the step's matrix [A ∘ e_tᵀ | A e_t], built for all t in one product, so a forward step is one "
+              "matrix–vector product and one division by a 0-d view (about 0.7 µs) and a backward step one "
+              "product; on many, a step is one (n_t, K) × (K, K) product and three in-place operations. The "
+              "statistics are BLAS products over all rows (Σ γ (1, y, y²) as γᵀF, Σ ξ as Ã ∘ Σ_t α̂_{t−1}ᵀ g_t, "
+              "never a T × K × K array), the log-likelihoods one product F G, their row maxima K column passes. "
+              "It reproduces the previous floor's bounds to 1e-10 (1e-12 relative) and is about 7× (one sequence) "
+              "and 5× (50 sequences) faster than it. ppl and the floor both loop over the time steps in Python; "
+              "hmmlearn's loop is C++, so it wins on one short sequence. ppl runs the same scaled recursions, "
+              "time-major and longest first, and forward–backward is about half of its time in both cases. On one "
+              "sequence it folds the evidence and the normaliser into the step's matrix as the floor does (two "
+              "numpy calls a forward step, one a backward step, `out` passed by position), but takes its views per "
+              "call, 4,096 steps at a time, where the floor takes them once for every sweep: about 1.7 µs a step "
+              "against 1.1. On many, a step is the floor's four calls on the block of running sequences plus its "
+              "slicing, and around the recursions ppl does per-row work the floor does without: the checks that "
+              "the scaled pass is safe (the spread of the potentials, whether the transition is the same at every "
+              "step), the gathers between row and time-major order, the pairwise marginals written per row "
+              "(T × K² numbers) where the floor sums them in one product. The rest is the generic engine: the "
+              "messages to z carried in the chain's K + K² layout, the exact ELBO as Σ E[log f] + H.")  # the paragraph after the table
+
 
 def synthetic(seed: int = 0):
     """50 sequences of 100..300 steps, K = 4 levels 50, 60, 70, 80 (sd 3), sticky transitions."""
@@ -119,19 +144,12 @@ def per_iteration(timer, repeat):
     return statistics.median(diffs), bound
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
-    faithful = np.loadtxt(ROOT / "models" / "hmm.csv", skiprows=1)
-    y, seq = synthetic()
-    cases = [("Old Faithful, S = 1, T = 272, K = 2", faithful, np.zeros(len(faithful), int), 2),
-             ("synthetic, S = 50, T = 9,973 rows, K = 4", y, seq, 4)]
-    lines = [SECTION, "",
+def _head(repeat: int) -> list:
+    """The section's title, how it was run, what it measures, and its table's first two lines."""
+    return [SECTION, "",
              "`python3 benchmarks/hmm.py`: VB-HMM with Gaussian emissions (Dirichlet rows, Normal–Gamma per "
              "state, bound every iteration), CPU seconds per iteration as (T(80) − T(20)) / 60, median of "
-             f"{args.repeat} pairs after one warm-up run, one BLAS thread. ppl runs plain VB-EM as the floor "
+             f"{repeat} pairs after one warm-up run, one BLAS thread. ppl runs plain VB-EM as the floor "
              "does (`accelerate=False`, `tol` and `mean_tol` 1e-300: exactly the iterations asked; its default "
              "SQUAREM steps would add evaluations of the bound and stop the run at an exact fixed point). "
              f"Machine: {machine()}; other agents were running on it, "
@@ -141,6 +159,18 @@ def main() -> None:
              "constant it leaves out of each frame.", "",
              "| data | contender | s / iteration | ratio to floor | bound after 80 |",
              "|---|---|---|---|---|"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    faithful = np.loadtxt(ROOT / "models" / "hmm.csv", skiprows=1)
+    y, seq = synthetic()
+    cases = [("Old Faithful, S = 1, T = 272, K = 2", faithful, np.zeros(len(faithful), int), 2),
+             ("synthetic, S = 50, T = 9,973 rows, K = 4", y, seq, 4)]
+    lines = _head(args.repeat)
     for title, values, sequences, k in cases:
         lengths = np.bincount(sequences)
         frame = pd.DataFrame({"waiting": values, "seq": sequences + 1})
@@ -157,30 +187,7 @@ def main() -> None:
             row = f"| {title} | {name} | {seconds:.5f} | {seconds / base:.2f} | {bound:.4f} |"
             print(row)
             lines.append(row)
-    lines += ["", "The floor (benchmarks/hmm_floor.py) is VB-EM as an expert writes it in numpy: the sequences "
-              "time-major and longest first, so a step of the recursions reads one contiguous block (the sequences "
-              "still running); every buffer allocated once and every step's views taken once, so the loop over "
-              "steps slices nothing (and passes `out` by position); Rabiner's scaled recursions with one exp of "
-              "the shifted log-likelihoods and one of E[log A] per sweep. On one sequence the step's evidence and "
-              "its normaliser are folded into "
-              "the step's matrix [A ∘ e_tᵀ | A e_t], built for all t in one product, so a forward step is one "
-              "matrix–vector product and one division by a 0-d view (about 0.7 µs) and a backward step one "
-              "product; on many, a step is one (n_t, K) × (K, K) product and three in-place operations. The "
-              "statistics are BLAS products over all rows (Σ γ (1, y, y²) as γᵀF, Σ ξ as Ã ∘ Σ_t α̂_{t−1}ᵀ g_t, "
-              "never a T × K × K array), the log-likelihoods one product F G, their row maxima K column passes. "
-              "It reproduces the previous floor's bounds to 1e-10 (1e-12 relative) and is about 7× (one sequence) "
-              "and 5× (50 sequences) faster than it. ppl and the floor both loop over the time steps in Python; "
-              "hmmlearn's loop is C++, so it wins on one short sequence. ppl runs the same scaled recursions, "
-              "time-major and longest first, and forward–backward is about half of its time in both cases. On one "
-              "sequence it folds the evidence and the normaliser into the step's matrix as the floor does (two "
-              "numpy calls a forward step, one a backward step, `out` passed by position), but takes its views per "
-              "call, 4,096 steps at a time, where the floor takes them once for every sweep: about 1.7 µs a step "
-              "against 1.1. On many, a step is the floor's four calls on the block of running sequences plus its "
-              "slicing, and around the recursions ppl does per-row work the floor does without: the checks that "
-              "the scaled pass is safe (the spread of the potentials, whether the transition is the same at every "
-              "step), the gathers between row and time-major order, the pairwise marginals written per row "
-              "(T × K² numbers) where the floor sums them in one product. The rest is the generic engine: the "
-              "messages to z carried in the chain's K + K² layout, the exact ELBO as Σ E[log f] + H."]
+    lines += ["", FLOOR_NOTE]
     if not args.no_write:
         write_section("\n".join(lines) + "\n", SECTION, DOC)
 

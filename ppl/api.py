@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,13 @@ class Model:
         """A copy of this model with constants overridden, checked again."""
         return Model(self.text, self.name, {**self.checked.overrides, **constants})
 
+    def with_checked(self, checked: CheckedModel) -> "Model":
+        """A copy of this model with `checked` in place of its own (a grid node's, with h a
+        constant), keeping its analyses apart: they are of `checked`."""
+        part = copy.copy(self)
+        part.checked, part._analyses = checked, {}
+        return part
+
     def bind(self, data, source: str | None = None, na=None):
         """Data (CSV or Parquet path, DataFrame or dict of arrays) → a checked `Dataset`; `na`:
         more cell texts that mean "missing" (pandas' defaults always do)."""
@@ -44,6 +52,10 @@ class Model:
         from ppl.graph import analyze
         key = (frozenset(dataset.masks) if dataset is not None else frozenset(),
                tuple((methods or {}).items()), gaussian_block)
+        try:
+            hash(key)
+        except TypeError:  # a rule or block that is not text: no key, and `analyze` refuses it (E282)
+            return analyze(self.checked, dataset, methods, gaussian_block)
         if key not in self._analyses:
             if len(self._analyses) >= ANALYSES:
                 del self._analyses[next(iter(self._analyses))]  # the oldest

@@ -55,3 +55,31 @@ def test_a_refit_with_the_cached_analysis_gives_the_first_fit():
     first = model.infer(data(30), seed=1)
     again = model.infer(data(30), seed=1)
     assert again.elbo == first.elbo and np.array_equal(again["b"].natural, first["b"].natural)
+
+
+def test_a_rule_that_is_not_text_is_e282_not_a_traceback():
+    """A `methods` value that cannot be a cache key (a list, a dict) is the unknown-rule error the
+    analyzer gives any other bad rule, and nothing is cached."""
+    model = ppl.compile(MODEL)
+    for rule in (["vmp"], {"rule": "vmp"}, 3):
+        try:
+            model.infer(data(5), methods={"y": rule})
+        except ppl.PplError as error:
+            assert error.code == "E282" and "unknown rule" in error.message
+        else:
+            raise AssertionError(f"{rule!r} was taken as a rule")
+    assert not model._analyses
+
+
+def test_a_gaussian_block_that_is_not_text_is_e383_not_a_traceback():
+    """`gaussian_block` takes "all", "none" or comma-separated names: a list or a dict is the
+    option's error (E383), whether or not it can be a cache key, and nothing is cached."""
+    model = ppl.compile(MODEL)
+    for block in (["a", "b"], {"a": 1}, 1):
+        try:
+            model.infer(data(5), gaussian_block=block)
+        except ppl.PplError as error:
+            assert error.code == "E383" and "--gaussian-block" in error.message
+        else:
+            raise AssertionError(f"{block!r} was taken as a block")
+    assert not model._analyses

@@ -198,3 +198,31 @@ def test_a_path_through_weights_below_e_minus_745_is_kept():
     marginals = np.array([[p[states[:, t] == k].sum() for k in range(K)] for t in range(3)])
     np.testing.assert_allclose(mean[:, :K], marginals, rtol=0, atol=1e-12)
     assert mean[1, 0] > 0.999
+
+
+@pytest.mark.parametrize("lengths", [(3,), (3, 2)])
+def test_a_normaliser_that_underflows_within_the_spread_falls_back_to_log_sum_exp(lengths, monkeypatch):
+    """Potentials that span exactly `SPREAD` nats, so the scaled pass runs: state 0 has no
+    successor, and the path 1, 1 carries e^-1400, which rounds to 0, so step 3's normaliser is 0.
+    Alone (`_one_chain`) or beside a second chain (`_many_chains`) the pass is redone in the log
+    domain and equals enumeration."""
+    calls, scaled = [], []
+    real = fb._log_forward_backward
+    monkeypatch.setattr(fb, "_log_forward_backward", lambda *a: calls.append(1) or real(*a))
+    for name in ("_one_chain", "_many_chains"):
+        monkeypatch.setattr(fb, name, lambda *a, run=getattr(fb, name): scaled.append(run(*a)) or scaled[-1])
+    family = CategoricalChain(K, lengths)
+    unary = np.full((sum(lengths), K), -np.inf)
+    unary[:, :2] = [0.0, -fb.SPREAD]
+    unary[2] = [0.0, 0.0, -np.inf]
+    unary[3:, :2] = np.random.default_rng(8).normal(size=(sum(lengths) - 3, 2))
+    with np.errstate(divide="ignore"):
+        pair = np.log([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+    nat = family.natural(unary=unary, pair=pair[None])
+    mean, log_z = family.to_mean(nat), family.log_partition(nat)
+    assert len(calls) == 2 and scaled == [None, None]  # each solve tried the scaled pass, then fell back
+    for s, rows, (states, p, exact_log_z) in each_sequence(family, nat):
+        assert abs(log_z[s] - exact_log_z) < 1e-12 * max(1.0, abs(exact_log_z))
+        marginals = np.array([[p[states[:, t] == k].sum() for k in range(K)] for t in range(states.shape[1])])
+        np.testing.assert_allclose(mean[rows, :K], marginals, rtol=0, atol=1e-12)
+    assert abs(log_z[0] - (-2 * fb.SPREAD + np.log(2.0))) < 1e-12 * 2 * fb.SPREAD

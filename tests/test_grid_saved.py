@@ -228,6 +228,12 @@ def _part(j):
     (lambda doc: doc["q"]["parts"][1].pop("elbo"), "entry `q.parts[1]` has no `elbo`"),
     (lambda doc: doc["grid"].pop("weights"), "`grid` has no `weights`"),
     (lambda doc: doc.update(elbo="high"), "the top level cannot be read"),
+    (lambda doc: doc["grid"].update(weights=None), "entry `grid` cannot be read"),
+    (lambda doc: doc["grid"].update(variable=[]), "entry `grid` cannot be read"),
+    (lambda doc: doc["origin"].pop("constants"), "entry `origin` has no `constants`"),
+    (lambda doc: doc.update(origin=3), "entry `origin` cannot be read"),
+    (lambda doc: doc["q"].update(components={"nu": {"mu": 0}}), "entry `q` cannot be read"),
+    (lambda doc: doc["q"]["parts"][0]["q"].update(components={"mu": 2}), "entry `q.parts[0].q` cannot be read"),
 ])
 def test_an_unreadable_entry_is_a_located_error(normal, tmp_path, change, where):
     _, _, path = normal
@@ -253,3 +259,16 @@ def test_parts_that_disagree_are_refused(normal, tmp_path, change, what):
     _, _, path = normal
     error = _damaged(path, tmp_path, change)
     assert error.code == "E801" and what in error.message
+
+
+def test_each_part_model_keeps_its_own_analyses(normal):
+    """A part's model is the grid's with h a constant: what it analyses is kept with it, not in the
+    grid model's cache, where a later fit of the grid model on data of the same kind would find it."""
+    from ppl.graph import analyze
+    _, post, _ = normal
+    model = ppl.compile(NORMAL)
+    post.predict({"y": np.array([np.nan, 1.0])}, model=model)
+    parts = post.part_models(model)
+    assert all(part._analyses is not model._analyses for part in parts)
+    for (masks, methods, block), kept in model._analyses.items():
+        assert kept == analyze(model.checked, None, dict(methods), block)

@@ -186,3 +186,41 @@ def test_a_small_file_is_read_without_pyarrow():
             "print(sorted(m for m in sys.modules if m.startswith(('pyarrow', 'pandas'))), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stderr.strip() == "[]"
+
+
+ODD_TEXTS = ["x,y\r\n1,2\r\n3,4\r\n", "\ufeffx,y\n1,2\n", 'x,y\n"1,5",2\n"a\nb", ""\n', "x, y\n 1,  2\n",
+             "x,x,\n1,2,3\n", "x,y\n", "x,y\n1,2", "x\n1\n\n2\n", "x\n1\n2\n\n\n", "x,y\n,\n1,2\n,\n",
+             "x,y,z\n1,2,3\n,\n", "x,y\n1,2\n3\n", "\n\nx,y\n1,2\n", ",\nx,y\n1,2\n", "", "\n\n", "x\n\n",
+             'x,y\n"1,2\n', "x,y\n1,\x002\n", 'x\n""\n1\n']
+
+
+@pytest.mark.parametrize("text", ODD_TEXTS)
+def test_the_whole_file_path_gives_the_record_path_table(monkeypatch, text):
+    """A CSV parsed whole (`_regular`) gives the Table, or the error, of the record-by-record read."""
+    from ppl.data import table
+
+    def read():
+        try:
+            return {k: v.tolist() for k, v in table.read_csv_text(text.encode(), "t.csv").columns.items()}
+        except ppl.DataError as error:
+            return error.code, error.message, error.row
+
+    fast = read()
+    monkeypatch.setattr(table, "_regular", lambda text: (None, []))
+    assert fast == read()
+
+
+@pytest.mark.parametrize("text, code", [(b"", "E401"), (b"y\n1\n\xe9\n", "E402"), (b"y,z\n1,2\n3,4,5\n", "E402"),
+                                        (b"y\n1\n,\n2\n", "E402")])
+@pytest.mark.parametrize("command", ["predict", "score"])
+def test_new_data_that_pandas_cannot_read_is_a_located_error(tmp_path, capsys, text, code, command):
+    """`ppl predict` and `ppl score` read the new rows with pandas: an empty, non-UTF-8 or ragged
+    file is the data error the exact reader gives (E401, E402), exit 1, not an internal error."""
+    (tmp_path / "m.vim").write_text("data y: real[N]\nmu ~ Normal(0, 1)\ny ~ Normal(mu, 1)\n")
+    (tmp_path / "d.csv").write_text("y\n0.5\n1.5\n")
+    assert cli.main(["infer", str(tmp_path / "m.vim"), str(tmp_path / "d.csv"), "--quiet",
+                     "--output", str(tmp_path / "post.json")]) == 0
+    (tmp_path / "new.csv").write_bytes(text)
+    capsys.readouterr()
+    assert cli.main([command, str(tmp_path / "m.vim"), str(tmp_path / "post.json"), str(tmp_path / "new.csv")]) == 1
+    assert f"[{code}]" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ppl.data.binding import Dataset, _columns
+from ppl.data.table import read_csv_text
 from ppl.diagnostics import DataError
 
 PLACEHOLDER = "1"  # in the support of every response family (0/1, counts, categories 1..K, reals, > 0)
@@ -68,12 +69,22 @@ def _table(data, na) -> tuple:
         path = Path(data)
         if not path.is_file():
             raise DataError("E400", f"no data file at {path}", source=str(data))
-        frame = pd.read_parquet(path) if path.suffix == ".parquet" else \
-            pd.read_csv(path, dtype=str, na_values=na, skipinitialspace=True)
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else _read_csv(path, str(data), na)
         source = str(data)
     else:
         frame, source = data, "DataFrame"
     return {str(c): frame[c].to_numpy(dtype=object) for c in frame.columns}, source
+
+
+def _read_csv(path: Path, name: str, na):
+    """The new rows as pandas reads them; a file pandas refuses (empty, not UTF-8, a row too long,
+    a one-column row with a comma) is the data error of the exact reader, E401 or E402 at its line."""
+    import pandas as pd
+    try:
+        return pd.read_csv(path, dtype=str, na_values=na, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        read_csv_text(path.read_bytes(), name)  # E401 or E402 where the exact reader refuses too
+        raise DataError("E402", f"malformed CSV: {exc}", source=name) from None
 
 
 def _missing(cells) -> np.ndarray:

@@ -13,9 +13,10 @@ The recursions are Rabiner's (1989) scaled ones in probability space, over all c
 the chains are laid out time-major, longest first (`Chains`), so step t is one matrix product on
 the n_t chains still running, a contiguous block, and the only Python loop is over the steps of
 the longest chain. One chain alone has its own recursions (`_one_chain`), two numpy calls a
-step, as there the calls' fixed cost is the whole time. Each step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1
-with one of them 1, and divides by the step's normaliser c_t; the shifts and log c_t add up to
-log Z, so nothing grows with the length. When P_t is the same at every step (an HMM's E[log A]),
+forward step and one a backward step, as there the calls' fixed cost is the whole time. Each
+step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1 with one of them 1, and
+divides by the step's normaliser c_t; the shifts and log c_t add up to log Z, so nothing grows
+with the length. When P_t is the same at every step (an HMM's E[log A]),
 exp is taken once and a step is an (n_t, K) × (K, K) product. Where the finite log-potentials of
 a step span more than `SPREAD` nats (unary plus pairwise), a weight could round to 0 although the
 path through it carries the mass; and a product of messages can still underflow (the marginals

@@ -179,7 +179,7 @@ def _resolve_methods(model: CheckedModel, methods: dict) -> dict:
     resolved = {}
     names = [f.name for f in model.factors]
     for key, value in methods.items():
-        rule = rule_name(value)
+        rule = rule_name(value) if isinstance(value, str) else None
         if rule is None:
             raise OptionError("E282", f"--method {key}={value}: unknown rule `{value}`")
         matches = [f.name for f in model.factors if f.name == key] or \

@@ -47,6 +47,10 @@ def gaussian_blocks(model, switch: str | None, groups=(), chains=()) -> tuple[Ga
     (every Normal and MvNormal latent outside a `@joint` group or a chain), "none" (mean field), or a
     comma-separated list of members (one block)."""
     taken = {g.mean for g in groups} | {g.precision for g in groups} | {c.variable for c in chains}
+    if switch is not None and not isinstance(switch, str):
+        raise OptionError("E383", f"--gaussian-block {switch!r}: the value is text, not {type(switch).__name__}",
+                          hint=f"give {', '.join(repr(v) for v in SWITCH_VALUES)} or member names separated by "
+                               "commas, e.g. 'mu_a,a'")
     if switch is None:
         blocks = [GaussianBlock(m, "`block` statement") for m in model.blocks]
     elif switch.strip() == "none":

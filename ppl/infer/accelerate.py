@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.infer.low_rank import GaussianSum, KernelGaussian, _same_array as same_array
+from ppl.infer.low_rank import GaussianSum, KernelGaussian, same_array
 from ppl.infer.schedule.steps import locals_from_globals
 
 CHUNK = 65536  # entries of a λ formed at a time by the extrapolation
@@ -249,5 +249,5 @@ def accelerator(problem, requested: bool | None):
         return None
     if requested == "anderson":
         from ppl.infer.anderson import Anderson
-        return Anderson(problem, residual=problem.approximate, requested=False)
+        return Anderson(problem, residual=problem.approximate)
     return Squarem(problem, residual=problem.approximate)

@@ -36,18 +36,17 @@ RIDGE = 1e-10
 STEP_MAX = 1.0
 
 
-def skips_woodbury(accel, state) -> bool:
-    """Whether a Gaussian is solved in data space (Woodbury) and extrapolation was not asked for:
-    Anderson's flat vectors would hold its dense D × D λ, slower per sweep than the sweeps saved
-    (logistic_wide)."""
-    return not accel.requested and any(f is not None for f in state.factored.values())
+def skips_woodbury(state) -> bool:
+    """Whether a Gaussian is solved in data space (Woodbury): Anderson's flat vectors would hold
+    its dense D × D λ, slower per sweep than the sweeps saved (logistic_wide)."""
+    return any(f is not None for f in state.factored.values())
 
 
 class Anderson:
     """The accelerator's two hooks around the engine's sweep (as `Squarem`)."""
 
-    def __init__(self, problem, residual: bool = False, requested: bool = True, memory: int = MEMORY):
-        self.problem, self.residual, self.requested, self.memory = problem, residual, requested, memory
+    def __init__(self, problem, residual: bool = False, memory: int = MEMORY):
+        self.problem, self.residual, self.memory = problem, residual, memory
         self.pairs: list = []  # (x_j, F(x_j)) as flat vectors, the last memory + 1 sweeps
         self.layout: list = []  # (name, shape) of the flat vectors' pieces
         self.start = None  # x of the current sweep, flat
@@ -59,7 +58,7 @@ class Anderson:
         self._elbo = -np.inf
 
     def before_sweep(self, state) -> None:
-        if skips_woodbury(self, state):
+        if skips_woodbury(state):
             self.pairs, self.start = [], None
             return
         current = self._flat(state)

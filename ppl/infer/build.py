@@ -143,50 +143,8 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     blocks, notes = gaussian_families(model, env, analysis, families, shapes)
     done = {f.factor.name for f in runtimes} | {
         f.name for g in analysis.groups for f in model.factors_of(g.precision)}
-    for factor in model.factors:
-        if factor.name in done:
-            continue
-        rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
-        nonconjugate = rules & set(GLM_RULES)
-        block = block_read_by(factor, blocks, model)
-        if block is not None:
-            runtimes.append(block_runtime(factor, model, env, dataset, families, block,
-                                          _rule(factor, analysis, nonconjugate) if nonconjugate else None))
-        elif factor.name in transitions:
-            if nonconjugate:
-                raise Unsupported(f"rule `{sorted(nonconjugate)[0]}` on the chain transition `{factor.name}`: "
-                                  "its updates are conjugate (vmp)", factor.span)
-            runtimes.append(ChainTransition(factor, model, env, dataset, families))
-        elif nonconjugate:
-            rule, options = _rule(factor, analysis, nonconjugate)
-            if rule == "cvi" and gamma_role(factor, model) is not None:
-                runtimes.append(GammaCVIFactor(factor, model, env, dataset, families, options))
-                continue
-            if rule == "cvi" and is_positive_rate(factor, model):
-                runtimes.append(PoissonRateFactor(factor, model, env, dataset, families, options))
-                continue
-            if is_softmax(factor):
-                runtime = SoftmaxVectorFactor if reads_vector(factor, model) else SoftmaxFactor
-                runtimes.append(runtime(factor, model, env, dataset, families, rule, options))
-                continue
-            if factor.dist.name not in GLM_DISTRIBUTIONS:
-                raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
-                                  f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
-                                  f"and Normal likelihoods, OrderedLogistic, for a Gamma variable as the shape of a "
-                                  f"Gamma, and for Poisson(dot(a, b)) with Gamma or Dirichlet a, b",
-                                  factor.span)
-            runtimes.append(GLMFactor(factor, model, env, dataset, families, rule, options))
-        elif is_factorial(factor, model):
-            runtimes.append(FactorialNormal(factor, model, env, dataset, families))
-        elif factor.dist.name in ("Normal", "MvNormal"):
-            runtimes.append(GaussianFactor(factor, model, env, dataset, families))
-        elif factor.target.name not in families:  # OrderedLogistic: a likelihood of η alone
-            raise Unsupported(f"`{factor.name}`: no parameter of {factor.dist.name} reads a latent variable, so "
-                              "the statement has nothing to fit; its linear predictor must read one, as in "
-                              "`OrderedLogistic(dot(x[n], w), cut)`", factor.span)
-        else:
-            runtimes.append(ConjugateFactor(factor, model, env, dataset, families,
-                                            families[factor.target.name]))
+    runtimes += [_factor_runtime(factor, model, env, dataset, families, analysis, blocks, transitions)
+                 for factor in model.factors if factor.name not in done]
     check_coverage(runtimes, model, shapes)
     latent = in_blocks(latent, blocks)
     latent += [n for n in dataset.masks if n in families]
@@ -233,6 +191,46 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     problem.kernel = mixture_kernel(problem) or lda_kernel(problem)
     problem.levels = level_groups(problem)
     return problem
+
+
+def _factor_runtime(factor, model, env, dataset, families, analysis, blocks, transitions: set):
+    """The runtime of a factor that no joint group, discrete chain or `@joint` precision took."""
+    rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
+    nonconjugate = rules & set(GLM_RULES)
+    block = block_read_by(factor, blocks, model)
+    if block is not None:
+        return block_runtime(factor, model, env, dataset, families, block,
+                             _rule(factor, analysis, nonconjugate) if nonconjugate else None)
+    if factor.name in transitions:
+        if nonconjugate:
+            raise Unsupported(f"rule `{sorted(nonconjugate)[0]}` on the chain transition `{factor.name}`: "
+                              "its updates are conjugate (vmp)", factor.span)
+        return ChainTransition(factor, model, env, dataset, families)
+    if nonconjugate:
+        rule, options = _rule(factor, analysis, nonconjugate)
+        if rule == "cvi" and gamma_role(factor, model) is not None:
+            return GammaCVIFactor(factor, model, env, dataset, families, options)
+        if rule == "cvi" and is_positive_rate(factor, model):
+            return PoissonRateFactor(factor, model, env, dataset, families, options)
+        if is_softmax(factor):
+            runtime = SoftmaxVectorFactor if reads_vector(factor, model) else SoftmaxFactor
+            return runtime(factor, model, env, dataset, families, rule, options)
+        if factor.dist.name not in GLM_DISTRIBUTIONS:
+            raise Unsupported(f"rule `{rule}` for {factor.dist.name} `{factor.name}` is not available in this "
+                              f"version: the engine runs it for scalar links of Bernoulli, Binomial, Poisson "
+                              f"and Normal likelihoods, OrderedLogistic, for a Gamma variable as the shape of a "
+                              f"Gamma, and for Poisson(dot(a, b)) with Gamma or Dirichlet a, b",
+                              factor.span)
+        return GLMFactor(factor, model, env, dataset, families, rule, options)
+    if is_factorial(factor, model):
+        return FactorialNormal(factor, model, env, dataset, families)
+    if factor.dist.name in ("Normal", "MvNormal"):
+        return GaussianFactor(factor, model, env, dataset, families)
+    if factor.target.name not in families:  # OrderedLogistic: a likelihood of η alone
+        raise Unsupported(f"`{factor.name}`: no parameter of {factor.dist.name} reads a latent variable, so "
+                          "the statement has nothing to fit; its linear predictor must read one, as in "
+                          "`OrderedLogistic(dot(x[n], w), cut)`", factor.span)
+    return ConjugateFactor(factor, model, env, dataset, families, families[factor.target.name])
 
 
 def _rule(factor, analysis, nonconjugate: set) -> tuple[str, dict]:

@@ -146,9 +146,9 @@ class Monitor:
         now if it never was: the monitor keeps no λ of the sweep before (a local's is N-sized)."""
         self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
+        # the moments `location` reads, of the last sweep and this one (a KernelGaussian knows its sds)
         self.moments = (self.moments[1], {name: state.moments(name) for name in self.vectors if name in state.natural
                                           and not isinstance(dict.get(state.natural, name), KernelGaussian)})
-        # (a KernelGaussian knows its sds)
         if self.stochastic:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if self.restarted:
@@ -239,8 +239,9 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {}), m
                 ) -> tuple[float, str]:
     """max over variables and elements of |E_after[x] − E_before[x]| / sd_after[x], and the
     variable where it is reached. sd is floored at 1e-6 (1 + |mean|) so that a probability near
-    0 or 1 (sd → 0) does not dominate. `moments`: the MvNormal moments of the two states, which
-    give mean and sd in O(D) where the naturals would need a D × D inverse. `means`: {variable:
+    0 or 1 (sd → 0) does not dominate. `moments`: the moments of the two states that `location`
+    reads (an MvNormal's give mean and sd in O(D) where the naturals would need a D × D inverse; a
+    chain's, its marginals without a forward–backward). `means`: {variable:
     (λ, its means)} of the last call, updated here: a λ met again as `before` (the state's arrays
     are replaced, never written) is not located twice (a stopping rule that tests sweep after sweep)."""
     worst, where = 0.0, ""

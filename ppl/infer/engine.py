@@ -53,7 +53,7 @@ class Options:
     time_limit: float | None = None
     damping: float = 1.0
     record_terms: bool = False  # keep every factor's ELBO term after every sweep (for plots)
-    accelerate: bool | str | None = None  # SQUAREM; None: on for deterministic rules;
+    accelerate: bool | str | None = None  # SQUAREM; None: on for deterministic rules but cvi (`accelerator`);
     # "anderson": Anderson acceleration instead (ppl.infer.anderson)
 
     def validate(self) -> "Options":

@@ -72,7 +72,7 @@ class GaussianSum:
             return GaussianSum(_plus(self.dense_part, other), self.parts)
         parts = list(self.parts)
         for rows, h, tau in other.parts:  # parts on the same rows merge: a damped step keeps rank N
-            same = next((i for i, p in enumerate(parts) if _same_array(p[0], rows)), None) if parts else None
+            same = next((i for i, p in enumerate(parts) if same_array(p[0], rows)), None) if parts else None
             if same is None:
                 parts.append((rows, h, tau))
             else:
@@ -165,7 +165,7 @@ class DiagonalPrior:
 
     def on(self, rows: np.ndarray) -> tuple:
         """(G₀, R m₀) of `rows`, reused while the rows are the same array."""
-        if self.rows is None or not _same_array(self.rows, rows):
+        if self.rows is None or not same_array(self.rows, rows):
             self.rows, self.gram, self.rows_mean = rows, _gram(rows, self.p), rows @ self.mean
             self.rows_squared = None
         return self.gram, self.rows_mean
@@ -268,7 +268,7 @@ class KernelGaussian:
     def linear(self, c: np.ndarray) -> np.ndarray:
         """cᵀμ for rows c (any leading axes + (D,)): R μ = R m₀ + G b for R's own rows, no product with R."""
         flat = c.reshape(-1, c.shape[-1])
-        if len(self.tau) and _same_array(flat, self.rows):
+        if len(self.tau) and same_array(flat, self.rows):
             return self.own_mean.reshape(c.shape[:-1])
         if self._prior_only(flat):
             return self.prior.on(flat)[1].reshape(c.shape[:-1])
@@ -278,7 +278,7 @@ class KernelGaussian:
         """cᵀΣc for rows c (any leading axes + (D,)): for R's own rows diag G − colsum((L⁻¹ S G)²),
         O(N³); for others Σ_d c_d²/p_d − |U c|². No D × D matrix either way."""
         flat = c.reshape(-1, c.shape[-1])
-        if len(self.tau) and _same_array(flat, self.rows):
+        if len(self.tau) and same_array(flat, self.rows):
             if self._own is None:
                 w = self.inverse @ (self.root[:, None] * self.gram)
                 self._own = self.gram.diagonal() - np.einsum("ij,ij->j", w, w)
@@ -372,7 +372,7 @@ def _lapack() -> tuple:
     return lapack.dpotrf, lapack.dtrtri
 
 
-def _same_array(a, b) -> bool:
+def same_array(a, b) -> bool:
     """The same rows in memory (the data of one contraction, met again in a later sweep)."""
     return a.shape == b.shape and a.strides == b.strides and \
         a.__array_interface__["data"][0] == b.__array_interface__["data"][0]

@@ -113,20 +113,31 @@ def rebuild(doc: dict, path, at: str = "", origin: dict | None = None):
     with entry(path, f"{at}q"):
         marginals = assemble(q["order"], own, joint)
         fields = dict(restart=int(q["restart"]), joint=joint, scopes=dict(q["scopes"]),
-                      components=dict(q["components"]), dims={k: tuple(v) for k, v in q["dims"].items()},
+                      components=components(q["components"], marginals), dims={k: tuple(v) for k, v in q["dims"].items()},
                       coords=dict(q["coords"]), term_trace=list(q["term_trace"]),
                       priors={k: _unarray(v) for k, v in q["priors"].items()}, observed=tuple(q["observed"]))
     with entry(path, at):
-        return Posterior(marginals, float(doc["elbo"]), list(doc["trace"]), dict(doc["elbo_terms"]),
-                         int(doc["iterations"]), bool(doc["converged"]), float(doc["seconds"]),
-                         tags(doc["factors"]), dict(doc["levels"]), notes=list(doc["notes"]),
-                         trace_se=list(doc["trace_se"]), origin=dict(origin or doc["origin"]), **fields)
+        return Posterior(marginals, origin=dict(origin or doc["origin"]), **run_fields(doc), **fields)
 
 
-def tags(factors: list) -> tuple:
-    """The analyzer's tags as a saved document lists them (`factors`)."""
+def components(saved, marginals: dict) -> dict:
+    """A document's `components`, {selector: {variable: axis}}, each selector one of `marginals`
+    (`entry` makes the ValueError E800)."""
+    found = dict(saved)
+    for selector, members in found.items():
+        if selector not in marginals or not isinstance(members, dict):
+            raise ValueError(f"`components` lists `{selector}`: {members!r}, not the members of a selector")
+    return found
+
+
+def run_fields(doc: dict) -> dict:
+    """The `Posterior` fields of the run that a saved document holds at its top level: the ELBO,
+    its trace and terms, the sweeps, the time, the analyzer's tags, the levels and the notes."""
     from ppl.graph.analyze import Tag
-    return tuple(Tag(t["factor"], t["variable"], "", "", t["rule"], t["reason"]) for t in factors)
+    return dict(elbo=float(doc["elbo"]), trace=list(doc["trace"]), elbo_terms=dict(doc["elbo_terms"]),
+                iterations=int(doc["iterations"]), converged=bool(doc["converged"]), seconds=float(doc["seconds"]),
+                tags=tuple(Tag(t["factor"], t["variable"], "", "", t["rule"], t["reason"]) for t in doc["factors"]),
+                levels=dict(doc["levels"]), notes=list(doc["notes"]), trace_se=list(doc["trace_se"]))
 
 
 def check_model(origin: dict, model, path) -> None:

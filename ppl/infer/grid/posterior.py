@@ -9,7 +9,6 @@ model given its h (`part_models`). It saves with every node's q (ppl.infer.grid.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -65,12 +64,8 @@ class GridPosterior(Posterior):
         """The model given h = h_j (h a constant, as each node was fitted), per part."""
         from ppl.infer.grid.spec import GridSpec, conditional
         given = conditional(model.checked, GridSpec(self.grid["variable"]))
-        models = []
-        for value in self.grid["nodes"]:
-            part = copy.copy(model)
-            part.checked = given.checked(dict(model.checked.overrides), value)
-            models.append(part)
-        return models
+        overrides = dict(model.checked.overrides)
+        return [model.with_checked(given.checked(overrides, value)) for value in self.grid["nodes"]]
 
     def to_json(self) -> dict:
         return {**super().to_json(), "grid": self.grid}

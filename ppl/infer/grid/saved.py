@@ -41,30 +41,46 @@ def load_grid(doc: dict, path):
     """The `GridPosterior` of a `/2` document read from `path`."""
     from ppl.infer.grid.mixture import CellMarginal
     from ppl.infer.grid.posterior import GridPosterior, mixed_marginals
-    from ppl.infer.saved import entry, rebuild, tags
+    from ppl.infer.saved import components, entry, rebuild, run_fields
     with entry(path, "grid"):
         grid = doc["grid"]
-        h, values, weights = grid["variable"], list(grid["nodes"]), np.asarray(grid["weights"], dtype=float)
+        h, values, weights = _name(grid["variable"]), list(grid["nodes"]), _numbers(grid["weights"])
         width, log_scale = float(grid["width"]), grid["scale"] == "log"
     with entry(path, "q"):
-        q, origin = doc["q"], dict(doc["origin"])
-        centres, parts, order = np.asarray(q["centres"], dtype=float), list(q["parts"]), list(q["order"])
+        q = doc["q"]
+        centres, parts, order = _numbers(q["centres"]), list(q["parts"]), list(q["order"])
+    with entry(path, "origin"):
+        origin = dict(doc["origin"])
+        constants = dict(origin["constants"])
     if not len(parts) == len(values) == len(weights) == len(centres) > 0:
         raise _disagree(path, f"the grid has {len(values)} nodes, {len(weights)} weights and {len(centres)} "
                         f"centres, and `q.parts` {len(parts)} parts")
-    nodes = [rebuild(part, path, f"q.parts[{j}].", {**origin, "constants": {**origin["constants"], h: value}})
+    nodes = [rebuild(part, path, f"q.parts[{j}].", {**origin, "constants": {**constants, h: value}})
              for j, (part, value) in enumerate(zip(parts, values))]
     _agree(nodes, order, h, path)
     marginals = mixed_marginals(order, h, CellMarginal(centres, width, weights, log_scale), nodes)
     with entry(path, "q"):
-        fields = dict(scopes=dict(q["scopes"]), components=dict(q["components"]), coords=dict(q["coords"]),
-                      dims={k: tuple(v) for k, v in q["dims"].items()}, observed=tuple(q["observed"]))
+        fields = dict(scopes=dict(q["scopes"]), components=components(q["components"], marginals),
+                      coords=dict(q["coords"]), dims={k: tuple(v) for k, v in q["dims"].items()},
+                      observed=tuple(q["observed"]))
     with entry(path, ""):
-        return GridPosterior(marginals, float(doc["elbo"]), list(doc["trace"]), dict(doc["elbo_terms"]),
-                             int(doc["iterations"]), bool(doc["converged"]), float(doc["seconds"]),
-                             tags=tags(doc["factors"]), levels=dict(doc["levels"]), notes=list(doc["notes"]),
-                             trace_se=list(doc["trace_se"]), origin=origin,
-                             interrupted=doc["status"].startswith("interrupted"), grid=grid, nodes=nodes, **fields)
+        return GridPosterior(marginals, origin=origin, interrupted=doc["status"].startswith("interrupted"),
+                             grid=grid, nodes=nodes, **run_fields(doc), **fields)
+
+
+def _name(value) -> str:
+    """A variable's name as saved (`entry` makes a TypeError E800)."""
+    if not isinstance(value, str):
+        raise TypeError(f"a variable's name is text, not {value!r}")
+    return value
+
+
+def _numbers(values) -> np.ndarray:
+    """A saved list of numbers as a vector (`entry` makes a ValueError E800)."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 1:
+        raise ValueError(f"{values!r} is not a list of numbers")
+    return array
 
 
 def _agree(nodes: list, order: list, h: str, path) -> None:
