@@ -106,8 +106,8 @@ def _head(section, command, about, *table_head) -> list:
 def render_predict(table, command) -> str:
     lines = _head(PREDICT, command,
                   "After the fits of the section above: `predict` of every row with its response empty (the first "
-                   "30 rows at a new site), `score` of every row, `save` and `Posterior.load` of the JSON file. A grid "
-                   "posterior has one part per node, each folded in with the model given its τ_b; its file holds "
+                  "30 rows at a new site), `score` of every row, `save` and `Posterior.load` of the JSON file. A grid "
+                  "posterior has one part per node, each folded in with the model given its τ_b; its file holds "
                   "every node's q ([rules/grid.md](rules/grid.md#saving-predicting-plotting)).",
                   "| G | rows | q | parts | predict s | score s | save s | load s | file KB |",
                   "|---|---:|---|---:|---:|---:|---:|---:|---:|")
@@ -120,8 +120,8 @@ def render_predict(table, command) -> str:
 def render(table, command) -> str:
     lines = _head(SECTION, command,
                   "`ppl infer` of models/hierarchical_logistic.vim with `--gaussian-block all`, without and with "
-                   "`--grid tau_b` ([rules/grid.md](rules/grid.md)); sweeps count the ordinary run's and every "
-                   "node's. The last row of each size starts every node from the usual initialisation instead "
+                  "`--grid tau_b` ([rules/grid.md](rules/grid.md)); sweeps count the ordinary run's and every "
+                  "node's. The last row of each size starts every node from the usual initialisation instead "
                   "of its neighbour's q.",
                   "| G | q | nodes | sweeps | seconds | ELBO |", "|---|---|---:|---:|---:|---:|")
     for label, name, nodes, sweeps, seconds, elbo in table:
