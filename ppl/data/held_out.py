@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ppl.data.binding import Dataset, _columns
+from ppl.data.columns import na_tokens
 from ppl.data.table import read_csv_text
 from ppl.diagnostics import DataError
 
@@ -69,22 +70,21 @@ def _table(data, na) -> tuple:
         path = Path(data)
         if not path.is_file():
             raise DataError("E400", f"no data file at {path}", source=str(data))
-        frame = pd.read_parquet(path) if path.suffix == ".parquet" else _read_csv(path, str(data), na)
-        source = str(data)
+        if path.suffix != ".parquet":
+            return _read_csv(path, str(data), na), str(data)
+        frame, source = pd.read_parquet(path), str(data)
     else:
         frame, source = data, "DataFrame"
     return {str(c): frame[c].to_numpy(dtype=object) for c in frame.columns}, source
 
 
-def _read_csv(path: Path, name: str, na):
-    """The new rows as pandas reads them; a file pandas refuses (empty, not UTF-8, a row too long,
-    a one-column row with a comma) is the data error of the exact reader, E401 or E402 at its line."""
+def _read_csv(path: Path, name: str, na) -> dict:
+    """The new rows as `ppl infer` reads them (ppl.data.table: a short row is E402 at its line, a
+    blank line a row of empty cells), with the missing-value tokens (`na_tokens`) as empty cells."""
     import pandas as pd
-    try:
-        return pd.read_csv(path, dtype=str, na_values=na, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        read_csv_text(path.read_bytes(), name)  # E401 or E402 where the exact reader refuses too
-        raise DataError("E402", f"malformed CSV: {exc}", source=name) from None
+    tokens = na_tokens(na)
+    return {column: np.where(pd.Series(cells).isin(tokens).to_numpy(), None, cells)
+            for column, cells in read_csv_text(path.read_bytes(), name).columns.items()}
 
 
 def _missing(cells) -> np.ndarray:
