@@ -209,7 +209,7 @@ CLIENT_GROUPS = 100  # groups the client binds on a cluster run (the posterior's
 def _cluster(model, data, spec, na, client, stream: bool):
     """The `ClusterSource` of partitioned data (with `client`, or a Dask DataFrame and Dask's
     default client), or None for a run in this process."""
-    from ppl.data.partitions import is_dask_frame, is_partitioned
+    from ppl.data.partitions import is_dask_frame, is_partitioned, partition_files
     from ppl.diagnostics import OptionError
     if client is None and is_dask_frame(data):
         from distributed import default_client
@@ -219,6 +219,7 @@ def _cluster(model, data, spec, na, client, stream: bool):
             raise OptionError("E363", "a Dask DataFrame is read on a cluster: pass client=distributed.Client(...)") from None
     if client is None:
         if is_partitioned(data):
+            partition_files(data)  # E361 first when it names no file: a cluster would not help
             raise OptionError("E363", f"{data} names several files (or a folder): they are read on a cluster",
                               hint="add --workers N (a cluster on this machine) or --dask ADDRESS; from Python, "
                                    "client=distributed.Client(...)")

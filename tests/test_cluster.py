@@ -183,6 +183,8 @@ def test_a_block_with_a_gamma_member_is_refused_on_a_cluster(client, tmp_path):
 
 @pytest.mark.parametrize("data, options, code", [
     ("nothing/*.csv", {"client": True}, "E361"),
+    ("nothing/*.csv", {}, "E361"),  # no file: said before that a cluster would read them
+    ("docs", {}, "E361"),  # a folder with no .parquet file
     ("models/*.csv", {}, "E363"),
     ("models/gmm.csv", {"client": True, "stream": True, "schedule": "svi(batch=10)"}, "E364"),
     ("frame", {"client": True}, "E365"),

@@ -51,7 +51,8 @@ def partition_files(data) -> list[str]:
     else:
         files = [text]
     if not files:
-        raise DataError("E361", f"no data file matches {text}", source=text,
+        what = f"no .parquet file in the folder {text}" if Path(text).is_dir() else f"no data file matches {text}"
+        raise DataError("E361", what, source=text,
                         hint="a pattern such as 'data/*.csv' or a folder of .parquet files")
     return files
 
