@@ -272,3 +272,18 @@ def test_each_part_model_keeps_its_own_analyses(normal):
     assert all(part._analyses is not model._analyses for part in parts)
     for (masks, methods, block), kept in model._analyses.items():
         assert kept == analyze(model.checked, None, dict(methods), block)
+
+
+def test_a_grid_reads_the_new_rows_once_for_all_its_parts(hierarchical, tmp_path, monkeypatch):
+    """Every part binds the same new rows to its own model: the file is read once, not per node,
+    and the prediction is the one from the rows given in memory."""
+    from ppl.data import held_out
+    post, _, test = hierarchical
+    path = tmp_path / "new.csv"
+    test.assign(y="").to_csv(path, index=False)
+    reads = []
+    read = held_out._read_csv
+    monkeypatch.setattr(held_out, "_read_csv", lambda *args: reads.append(args) or read(*args))
+    pred = post.predict(path)
+    assert len(post.parts) > 1 and len(reads) == 1
+    np.testing.assert_allclose(pred["y"]["mean"], post.predict(test.assign(y=np.nan))["y"]["mean"], atol=1e-12)

@@ -36,12 +36,33 @@ class NewData:
     seen: np.ndarray
 
 
+@dataclass(frozen=True)
+class NewRows:
+    """New data as read, before binding: columns by name, the source, and whether they came from
+    a file or a DataFrame (bound by column names) rather than a dict of arrays (by data names)."""
+
+    columns: dict
+    source: str
+    by_column: bool
+
+
+def read_new(data, na=None) -> NewRows:
+    """Read `data` (CSV or Parquet path, DataFrame, dict of arrays) once, for one or more bindings
+    (`bind_new`: a grid posterior binds the same rows to every part's model)."""
+    if isinstance(data, NewRows):
+        return data
+    columns, source = _table(data, na)
+    return NewRows(columns, source, not isinstance(data, dict))
+
+
 def bind_new(model, data, levels: dict, group: str | None, na=None) -> NewData:
-    """Bind `data` (CSV or Parquet path, DataFrame, dict of arrays) to `model` (a `ppl.Model`) with
-    the training `levels` (data name → labels); `group`: the group column, or None."""
+    """Bind `data` (CSV or Parquet path, DataFrame, dict of arrays, or `NewRows` already read) to
+    `model` (a `ppl.Model`) with the training `levels` (data name → labels); `group`: the group
+    column, or None."""
     checked = model.checked
     responses = [n for n in checked.data if checked.factors_of(n)]
-    table, source = _table(data, na)
+    rows_read = read_new(data, na)
+    table, source = dict(rows_read.columns), rows_read.source  # its entries are replaced below, not written
     observed = {}
     for name in responses:
         decl = checked.data[name]
@@ -54,7 +75,7 @@ def bind_new(model, data, levels: dict, group: str | None, na=None) -> NewData:
             cells[~present[:, i]] = fill
             table[column] = cells
         observed[name] = present if len(decl.type.dims) == 2 else present[:, 0]
-    if not isinstance(data, dict):  # columns by their names, as a file gives them
+    if rows_read.by_column:  # columns by their names, as a file gives them
         import pandas as pd
         table = pd.DataFrame(table)
     dataset = model.bind(table, source=source)

@@ -56,7 +56,9 @@ def score(posterior, data, model=None, na=None, seed=0) -> Score:
 
 def _folds(posterior, model, data, **options) -> list:
     """(weight, fold-in) of every part of the posterior (one, or a grid's nodes), each part with
-    the model it was fitted to."""
+    the model it was fitted to; the new rows read once for all of them."""
+    from ppl.data.held_out import read_new
+    data = read_new(data, options.get("na"))
     return [(weight, fold_in(part, given, data, **options))
             for (weight, part), given in zip(posterior.parts, posterior.part_models(model))]
 
