@@ -97,36 +97,39 @@ def predict_rows(sizes, repeat, folder: Path):
     return out
 
 
-def _head(section, command, about, *table_head) -> list:
-    """A section's title, how it was run, what it measures, and its table's first two lines."""
-    return [section, "", f"`{command}` on {machine()}; one BLAS thread, best of the repeats. Timings are "
-            "noisy: other jobs shared the machine.", "", about, "", *table_head]
+def _section(title, command, about, columns, table) -> str:
+    """A section: its title, how it was run, what it measures, and its table, `columns` being
+    (heading, alignment, format of its cells) and `table` the rows' values."""
+    lines = [title, "", f"`{command}` on {machine()}; one BLAS thread, best of the repeats. Timings are "
+             "noisy: other jobs shared the machine.", "", about, "",
+             "| " + " | ".join(c[0] for c in columns) + " |", "|" + "|".join(c[1] for c in columns) + "|"]
+    lines += ["| " + " | ".join(format(v, c[2]) for v, c in zip(row, columns)) + " |" for row in table]
+    return "\n".join(lines) + "\n"
+
+
+SECONDS = ("---:", ".2f")
+PREDICT_COLUMNS = (("G", "---", ""), ("rows", "---:", ""), ("q", "---", ""), ("parts", "---:", ""),
+                   ("predict s", *SECONDS), ("score s", *SECONDS), ("save s", *SECONDS), ("load s", *SECONDS),
+                   ("file KB", "---:", ".0f"))
+FIT_COLUMNS = (("G", "---", ""), ("q", "---", ""), ("nodes", "---:", ""), ("sweeps", "---:", ""),
+               ("seconds", *SECONDS), ("ELBO", "---:", ".3f"))
 
 
 def render_predict(table, command) -> str:
-    lines = _head(PREDICT, command,
-                  "After the fits of the section above: `predict` of every row with its response empty (the first "
-                  "30 rows at a new site), `score` of every row, `save` and `Posterior.load` of the JSON file. A grid "
-                  "posterior has one part per node, each folded in with the model given its τ_b; its file holds "
-                  "every node's q ([rules/grid.md](rules/grid.md#saving-predicting-plotting)).",
-                  "| G | rows | q | parts | predict s | score s | save s | load s | file KB |",
-                  "|---|---:|---|---:|---:|---:|---:|---:|---:|")
-    for label, rows_, name, parts, predict, score, save, load, size in table:
-        lines.append(f"| {label} | {rows_} | {name} | {parts} | {predict:.2f} | {score:.2f} | {save:.2f} | "
-                     f"{load:.2f} | {size:.0f} |")
-    return "\n".join(lines) + "\n"
+    return _section(PREDICT, command,
+                    "After the fits of the section above: `predict` of every row with its response empty (the first "
+                    "30 rows at a new site), `score` of every row, `save` and `Posterior.load` of the JSON file. A "
+                    "grid posterior has one part per node, each folded in with the model given its τ_b; its file "
+                    "holds every node's q ([rules/grid.md](rules/grid.md#saving-predicting-plotting)).",
+                    PREDICT_COLUMNS, table)
 
 
 def render(table, command) -> str:
-    lines = _head(SECTION, command,
-                  "`ppl infer` of models/hierarchical_logistic.vim with `--gaussian-block all`, without and with "
-                  "`--grid tau_b` ([rules/grid.md](rules/grid.md)); sweeps count the ordinary run's and every "
-                  "node's. The last row of each size starts every node from the usual initialisation instead "
-                  "of its neighbour's q.",
-                  "| G | q | nodes | sweeps | seconds | ELBO |", "|---|---|---:|---:|---:|---:|")
-    for label, name, nodes, sweeps, seconds, elbo in table:
-        lines.append(f"| {label} | {name} | {nodes} | {sweeps} | {seconds:.2f} | {elbo:.3f} |")
-    return "\n".join(lines) + "\n"
+    return _section(SECTION, command,
+                    "`ppl infer` of models/hierarchical_logistic.vim with `--gaussian-block all`, without and with "
+                    "`--grid tau_b` ([rules/grid.md](rules/grid.md)); sweeps count the ordinary run's and every "
+                    "node's. The last row of each size starts every node from the usual initialisation instead "
+                    "of its neighbour's q.", FIT_COLUMNS, table)
 
 
 def main(argv=None) -> int:
