@@ -72,7 +72,11 @@ def _split(nat: np.ndarray, k: int):
 
 
 def _finite_max(x: np.ndarray, axis):
-    top = x.max(axis=axis)
+    return _or_zero(x.max(axis=axis))
+
+
+def _or_zero(top: np.ndarray) -> np.ndarray:
+    """A shift by a maximum, 0 where it is not finite (a row of −∞: nothing to shift)."""
     return np.where(np.isfinite(top), top, 0.0)
 
 
@@ -82,7 +86,7 @@ def _peak(unary: np.ndarray) -> tuple:
     costs about ten times more."""
     top = functools.reduce(np.maximum, unary.T)
     low = functools.reduce(np.minimum, np.where(np.isfinite(unary), unary, np.inf).T)
-    top = np.where(np.isfinite(top), top, 0.0)
+    top = _or_zero(top)
     return top, float(np.max(top - low))
 
 
@@ -242,8 +246,7 @@ def _scaled_moments(alpha, beta, norm, local, weights, peak, top, chains):
 
 
 def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    m = x.max(axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
+    m = _or_zero(x.max(axis=axis, keepdims=True))
     return np.log(np.exp(x - m).sum(axis=axis)) + np.squeeze(m, axis)
 
 
