@@ -95,3 +95,23 @@ def test_groups_are_the_distinct_inputs_and_observations():
 def test_rows_that_do_not_repeat_are_integrated_one_by_one(name):
     """Continuous covariates (or already grouped rows): more groups than half the rows, no grouping."""
     assert glm_factor(ppl.load(MODELS / f"{name}.vim"), str(MODELS / f"{name}.csv")).repeats is None
+
+
+def test_a_likelihood_in_closed_form_is_not_grouped():
+    """A Normal likelihood holds each row's precision itself, not in (y, n): rows alike in (y, n)
+    and η may differ in it (here s), and a closed form costs no more than the gather anyway."""
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"g": rng.integers(1, 4, 200), "y": rng.integers(0, 3, 200).astype(float),
+                         "s": rng.choice([0.5, 1.0, 2.0], 200)})
+    model = ppl.compile("""
+data g: int[N]
+data y: real[N]
+data s: real[N]
+for k in 1..3 {
+  a[k] ~ Normal(0, 1)
+}
+for n in 1..N {
+  y[n] ~ Normal(a[g[n]], s[n]) @ncvmp
+}""")
+    assert glm_factor(model, data).repeats is None
+    assert np.isfinite(model.infer(data, seed=1).elbo)

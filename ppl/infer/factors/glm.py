@@ -95,7 +95,9 @@ class GLMFactor(FactorRuntime):
         if (rule in LOGISTIC_ONLY and not logistic) or (rule == "bound:piecewise" and self.likelihood.llp_form is None):
             raise Unsupported(f"`{rule}` needs a logistic link in `{self.name}`", factor.span)
         self.approximation = _piecewise(options, factor) if rule == "bound:piecewise" else APPROXIMATIONS[rule]
-        self.repeats = None if self.drawn else find_repeats(self.margin, self.y, self.n)
+        # a closed form costs no more than gathering its values (and Normal's holds each row's precision)
+        closed = self.likelihood.closed_form is not None
+        self.repeats = None if self.drawn or closed else find_repeats(self.margin, self.y, self.n)
 
     def _likelihood(self, factor, rule):
         """The scalar likelihood and the expression of its margin η."""
