@@ -50,6 +50,12 @@ for n in 1..N {
   rating[n] ~ OrderedLogistic(dot(x[n], w), [-1.0, 0.5])
 }""", pd.DataFrame({"x1": np.tile([1.0, 0.0, -1.0], 100), "x2": np.repeat([0.5, -0.5], 150),
                     "rating": np.random.default_rng(4).integers(1, 4, 300)})),
+    "one shared predictor": ("""
+data y: bool[N]
+mu ~ Normal(0, 1)
+for n in 1..N {
+  y[n] ~ Bernoulli(logistic(mu))
+}""", pd.DataFrame({"y": np.random.default_rng(5).integers(0, 2, 100)})),  # a variance of shape (1, 1)
 }
 
 

@@ -1,7 +1,7 @@
 """Rows of a non-conjugate factor that repeat: the same data in the linear predictor η, the same
 indices into the latent variables it reads, and the same observation (y, n) make the same margin
 N(m, v) every sweep, and so the same quadrature. `surgical_expanded` has 2,814 Bernoulli rows and
-24 distinct ones (12 hospitals × died 0 or 1).
+23 distinct ones (12 hospitals × died 0 or 1; one hospital had no deaths).
 
 The groups are found once, when the factor is built; each sweep integrates one representative
 row per group and gathers the results back to every row (`Repeats.apply`): the same numbers as
@@ -31,8 +31,10 @@ class Repeats:
     group: np.ndarray
 
     def apply(self, approximation, likelihood, m, v):
-        """`approximation(likelihood, y, n, m, v)` on the representative rows, gathered to every row."""
-        out = approximation(likelihood, self.y, self.n, m[self.rows], v[self.rows])
+        """`approximation(likelihood, y, n, m, v)` on the representative rows, gathered to every row
+        (m and v broadcast: a margin that reads only plate-free latents has one variance)."""
+        m, v = (np.broadcast_to(a, self.shape)[self.rows] for a in (m, v))
+        out = approximation(likelihood, self.y, self.n, m, v)
         return tuple(np.asarray(a)[self.group].reshape(self.shape) for a in out)
 
 
