@@ -42,14 +42,12 @@ def find_repeats(form: LinearForm, y, n) -> Repeats | None:
     """The groups of rows of the scalar margin `form` with the same inputs and observation, or
     None when they would save too little (more than WORTHWHILE groups per row: the rows are
     integrated one by one, as without grouping). The groups are refined one input at a time
-    (a row's group and its value of the next input), so continuous data stop it at the first
-    column that makes most rows distinct."""
+    (a row's group and its value of the next input), the data in η first, so continuous
+    covariates stop it at the first column that makes most rows distinct."""
     shape = form.offset.shape
     size = int(np.prod(shape))
-    inputs = [_rows(form.offset, shape), _rows(y, shape), _rows(n, shape)]
-    for term in form.terms:
-        inputs += [_rows(access.index, shape) for access in term.reads()]
-        inputs.append(_rows(term.coef, shape, vector=term.contract))
+    inputs = [_rows(term.coef, shape, vector=term.contract) for term in form.terms]
+    inputs += [_rows(a, shape) for a in [form.offset, y, n] + [access.index for access in form.reads()]]
     group = np.zeros(size, dtype=np.int64)
     for column in (column for rows in inputs for column in rows):
         _, codes = np.unique(column, return_inverse=True)
