@@ -135,7 +135,8 @@ def ordered_logistic():
         return 0.0, constant, [(upper.astype(float), 1.0, np.where(upper, -hi, 0.0)),
                                (lower.astype(float), -1.0, np.where(lower, lo, 0.0))]
 
-    def fused(lo, hi, eta):  # log f = −llp(lo − η) − llp(η − hi) + c, d1 = σ(lo − η) − σ(η − hi), d2 = −σ'(·) − σ'(·)
+    def fused(lo, hi, eta):
+        """log f as above; d1 = σ(lo − η) − σ(η − hi), d2 = −σ'(lo − η) − σ'(η − hi)."""
         llp_lo, sigma_lo, slope_lo = _logistic_parts(lo - eta)
         llp_hi, sigma_hi, slope_hi = _logistic_parts(eta - hi)
         llp_lo += llp_hi
