@@ -63,6 +63,19 @@ def test_derivatives_are_finite_differences(k):
     assert np.all(ORDINAL.d2(lo, hi, eta) < 0)  # log-concave: every site has a positive precision
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
+def test_one_pass_values_are_the_separate_functions_in_both_tails(k):
+    """`values` (log f, d1, d2 from one exponential per cutpoint) against log_f, d1, d2 by scipy's
+    expit and log_expit over η in [−40, 40], infinite end cutpoints included: each within 1e-14 of
+    the size of its parts (d1 = σ(lo − η) − σ(η − hi) cancels where the two are close)."""
+    lo, hi = around(CUT, k)
+    eta = np.linspace(-40, 40, 4001)
+    fused = ORDINAL.values(np.full((eta.size, 1), lo), np.full((eta.size, 1), hi), eta[:, None].copy())
+    scales = (np.abs(ORDINAL.log_f(lo, hi, eta)), expit(lo - eta) + expit(eta - hi), np.abs(ORDINAL.d2(lo, hi, eta)))
+    for one_pass, separate, scale in zip(fused, (ORDINAL.log_f, ORDINAL.d1, ORDINAL.d2), scales):
+        assert np.all(np.abs(one_pass[:, 0] - separate(lo, hi, eta)) <= 1e-14 * scale)
+
+
 # ---- K = 2 is Bernoulli-logistic at φ_1 − η ------------------------------------------------
 
 RULES = {

@@ -135,7 +135,36 @@ def ordered_logistic():
         return 0.0, constant, [(upper.astype(float), 1.0, np.where(upper, -hi, 0.0)),
                                (lower.astype(float), -1.0, np.where(lower, lo, 0.0))]
 
-    return Likelihood("OrderedLogistic", log_f, d1, d2, d3, llp_form=llp_form)
+    def fused(lo, hi, eta):
+        """log f as above; d1 = σ(lo − η) − σ(η − hi), d2 = −σ'(lo − η) − σ'(η − hi)."""
+        llp_lo, sigma_lo, slope_lo = _logistic_parts(lo - eta)
+        llp_hi, sigma_hi, slope_hi = _logistic_parts(eta - hi)
+        llp_lo += llp_hi
+        np.negative(llp_lo, out=llp_lo)
+        llp_lo += np.log(-np.expm1(lo - hi))
+        sigma_lo -= sigma_hi
+        slope_lo += slope_hi
+        return llp_lo, sigma_lo, np.negative(slope_lo, out=slope_lo)
+
+    return Likelihood("OrderedLogistic", log_f, d1, d2, d3, fused=fused, llp_form=llp_form)
+
+
+def _logistic_parts(u):
+    """(llp(u), σ(u), σ'(u)) from one exponential e = exp(−|u|), with r = 1/(1 + e) = σ(|u|):
+    llp(u) = max(u, 0) + log1p(e), σ(u) = r or e r by the sign of u, σ'(u) = e r²; exact in
+    both tails (u = −∞ gives 0, 0, 0). `u` is overwritten."""
+    e = np.abs(u)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    r = e + 1.0
+    np.reciprocal(r, out=r)
+    log1p = np.log1p(e)
+    e *= r  # σ(−|u|)
+    sigma = np.where(u >= 0, r, e)
+    e *= r  # σ'(u)
+    np.maximum(u, 0.0, out=u)
+    u += log1p
+    return u, sigma, e
 
 
 def _probit_ratio(z):

@@ -40,6 +40,7 @@ from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
 from ppl.infer.linear import LinearBuilder, margin, take_rows
 from ppl.infer.linear_message import read_message
+from ppl.infer.repeated import find_repeats
 from ppl.lang import ast
 from ppl.lang.schedule import CVI_KAPPA, CVI_STEP
 
@@ -94,6 +95,9 @@ class GLMFactor(FactorRuntime):
         if (rule in LOGISTIC_ONLY and not logistic) or (rule == "bound:piecewise" and self.likelihood.llp_form is None):
             raise Unsupported(f"`{rule}` needs a logistic link in `{self.name}`", factor.span)
         self.approximation = _piecewise(options, factor) if rule == "bound:piecewise" else APPROXIMATIONS[rule]
+        # a closed form costs no more than gathering its values (and Normal's holds each row's precision)
+        closed = self.likelihood.closed_form is not None
+        self.repeats = None if self.drawn or closed else find_repeats(self.margin, self.y, self.n)
 
     def _likelihood(self, factor, rule):
         """The scalar likelihood and the expression of its margin η."""
@@ -155,6 +159,8 @@ class GLMFactor(FactorRuntime):
             if self.drawn:
                 self._expectations = (m, v) + monte_carlo(self.likelihood, self.y, self.n, m, v, state.rng,
                                                           self.samples)
+            elif self.repeats is not None:  # rows that repeat: one integral per group
+                self._expectations = (m, v, *self.repeats.apply(self.approximation, self.likelihood, m, v), 0.0)
             else:
                 self._expectations = (m, v, *self.approximation(self.likelihood, self.y, self.n, m, v), 0.0)
         return self._expectations
