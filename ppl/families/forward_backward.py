@@ -51,7 +51,11 @@ class Chains:
 
     @classmethod
     def of(cls, lengths) -> "Chains":
-        lengths = np.asarray(lengths, dtype=np.int64)
+        """The layout of chains of `lengths` (at least one, each of at least one step)."""
+        lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        if not len(lengths) or lengths.min() < 1:
+            raise ValueError(f"a chain layout needs at least one chain and at least one step in each; got lengths "
+                             f"{lengths.tolist()}")
         order = np.argsort(-lengths, kind="stable")
         firsts = np.cumsum(lengths) - lengths
         steps = np.arange(lengths.max())[:, None]
@@ -157,7 +161,9 @@ def _rows(x: np.ndarray, chains: Chains) -> np.ndarray:
 
 def forward_backward(nat: np.ndarray, k: int, chains: Chains):
     """(mean (T, K + K²), log Z (S,)): per row the marginals q(z_t) and the pairwise marginals
-    ξ_t[i, j] = q(z_{t−1} = i, z_t = j) flattened, ξ = 0 at each chain's first row."""
+    ξ_t[i, j] = q(z_{t−1} = i, z_t = j) flattened, ξ = 0 at each chain's first row. `nat` is
+    read as floats (integer potentials would wrap around or truncate in the recursions)."""
+    nat = np.asarray(nat, dtype=float)
     unary, pair = _split(nat, k)
     weights, top, spread = _weights(pair, chains)
     peak, width = _peak(unary)
@@ -298,6 +304,7 @@ def sample(nat: np.ndarray, k: int, chains: Chains, rng: np.random.Generator, n:
     """n joint draws of every chain from q (forward filtering, backward sampling): (n, T) integer
     states. z_L ~ â_L, then z_t | z_{t+1} ∝ â_t[z_t] · exp P_{t+1}[z_t, z_{t+1}], all chains and
     draws at once (Gumbel-max), one step of the longest chain at a time."""
+    nat = np.asarray(nat, dtype=float)
     alpha = _log_filter(nat, k, chains)
     _, pair = _split(nat, k)
     lengths = np.diff(np.r_[chains.firsts, len(alpha)])
