@@ -249,3 +249,22 @@ def test_chains_of_no_sequence_or_an_empty_one_is_refused_clearly(lengths):
     """A chain layout needs at least one sequence and every sequence at least one step."""
     with pytest.raises(ValueError, match="at least one"):
         fb.Chains.of(lengths)
+
+
+def test_buffers_kept_between_calls_change_nothing_and_are_not_pickled():
+    """A layout keeps its recursions' buffers for the next call (`Chains.spare`): a second solve
+    of other potentials on them equals a solve on fresh buffers, and a pickled layout leaves them
+    behind (a family shipped to a worker carries no scratch arrays)."""
+    import pickle
+    rng = np.random.default_rng(11)
+    for lengths in ((7,), LENGTHS):
+        chains = fb.Chains.of(lengths)
+        first, second = (rng.normal(size=(sum(lengths), K + K * K)) for _ in range(2))
+        fb.forward_backward(first, K, chains)
+        assert K in chains.spare
+        reused = fb.forward_backward(second, K, chains)
+        fresh = fb.forward_backward(second, K, fb.Chains.of(lengths))
+        for a, b in zip(reused, fresh):
+            np.testing.assert_array_equal(a, b)
+        copy = pickle.loads(pickle.dumps(chains))
+        assert copy.spare == {} and np.array_equal(copy.index, chains.index)
