@@ -36,7 +36,7 @@ import numpy as np
 
 SPREAD = 700.0  # the scaled pass runs when no evidence and transition weights differ by more (nats)
 CHUNK = 4096  # steps whose views the recursions take at once
-VIEW_BYTES = 600  # the views of one step (about 100 bytes each), counted against KEEP_BYTES
+VIEW_BYTES = 1300  # the views of one step (7 to 9 of about 110 bytes, and their tuples), counted against KEEP_BYTES
 KEEP_BYTES = 1 << 25  # a layout keeps its recursions' buffers and views for the next call up to this size
 NORMALISED = 1e-9  # how far from 1 a row of scaled marginals may sum (rounding: about 1e-13 over 1e5 steps)
 
