@@ -170,6 +170,10 @@ class ChainNeighbours(list):
     def __init__(self, factors, family):
         super().__init__(factors)
         self.family = family
+        transition = [f for f in factors if isinstance(f, DiscreteTransition)]
+        covered = np.zeros(sum(family.lengths), dtype=bool)
+        covered[transition[0].rows] = covered[transition[0].starts] = True
+        assert len(transition) == 1 and covered.all(), "the transition writes every row of the pair block"
 
     def total(self, state, name: str) -> np.ndarray:
         out = np.empty((state.natural[name].shape[0], self.family.size))
