@@ -65,14 +65,14 @@ FLOOR_NOTE = ("The floor (benchmarks/hmm_floor.py) is VB-EM as an expert writes 
               "hmmlearn's loop is C++, so it wins on one short sequence. ppl runs the same scaled recursions, "
               "time-major and longest first, and forward–backward is about half of its time in both cases. On one "
               "sequence it folds the evidence and the normaliser into the step's matrix as the floor does (two "
-              "numpy calls a forward step, one a backward step, `out` passed by position), but takes its views per "
-              "call, 4,096 steps at a time, where the floor takes them once for every sweep: about 1.7 µs a step "
-              "against 1.1. On many, a step is the floor's four calls on the block of running sequences plus its "
-              "slicing, and around the recursions ppl does per-row work the floor does without: the checks that "
-              "the scaled pass is safe (the spread of the potentials, whether the transition is the same at every "
-              "step), the gathers between row and time-major order, the pairwise marginals written per row "
-              "(T × K² numbers) where the floor sums them in one product. The rest is the generic engine: the "
-              "messages to z carried in the chain's K + K² layout, the exact ELBO as Σ E[log f] + H.")  # the paragraph after the table
+              "numpy calls a forward step, one a backward step, `out` passed by position) and, like the floor, "
+              "keeps its buffers and every step's views from one sweep to the next (for layouts under 32 MiB). "
+              "On many, a step is the floor's four calls on the block of running sequences; around the recursions "
+              "ppl does per-row work the floor does without, because the chain's q is held in its family's "
+              "(T, K + K²) layout: E[log A] written to every row, the check that the transition is the same at "
+              "every step, the pairwise marginals written per row (T × K² numbers) where the floor sums them in "
+              "one product, λ·E[t] over every row for the entropy. The rest is the generic engine: one update and "
+              "one ELBO term per variable and factor, the exact ELBO as Σ E[log f] + H.")  # the paragraph after the table
 
 
 def synthetic(seed: int = 0):

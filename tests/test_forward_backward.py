@@ -226,3 +226,45 @@ def test_a_normaliser_that_underflows_within_the_spread_falls_back_to_log_sum_ex
         marginals = np.array([[p[states[:, t] == k].sum() for k in range(K)] for t in range(states.shape[1])])
         np.testing.assert_allclose(mean[rows, :K], marginals, rtol=0, atol=1e-12)
     assert abs(log_z[0] - (-2 * fb.SPREAD + np.log(2.0))) < 1e-12 * 2 * fb.SPREAD
+
+
+@pytest.mark.parametrize("spread", [5, 1000])  # the scaled recursions, and the log-sum-exp ones
+@pytest.mark.parametrize("lengths", [(4,), (4, 2)])
+def test_integer_potentials_give_the_answer_of_their_float_values(lengths, spread):
+    """Integer natural parameters (forward_backward called directly, not through the family) are
+    read as their float values: a per-step transition of integers once overflowed (the −∞-free
+    minimum's initial +∞ converted to an integer), and the log-domain messages were truncated."""
+    total = sum(lengths)
+    nat = np.random.default_rng(3).integers(-3, 4, size=(total, K + K * K))
+    nat[0, :K] = [spread, -spread, 0]
+    chains = fb.Chains.of(lengths)
+    mean, log_z = fb.forward_backward(nat, K, chains)
+    want, want_z = fb.forward_backward(nat.astype(float), K, chains)
+    np.testing.assert_array_equal(mean, want)
+    np.testing.assert_array_equal(log_z, want_z)
+
+
+@pytest.mark.parametrize("lengths", [[], [3, 0], [2, -1]])
+def test_chains_of_no_sequence_or_an_empty_one_is_refused_clearly(lengths):
+    """A chain layout needs at least one sequence and every sequence at least one step."""
+    with pytest.raises(ValueError, match="at least one"):
+        fb.Chains.of(lengths)
+
+
+def test_buffers_kept_between_calls_change_nothing_and_are_not_pickled():
+    """A layout keeps its recursions' buffers for the next call (`Chains.spare`): a second solve
+    of other potentials on them equals a solve on fresh buffers, and a pickled layout leaves them
+    behind (a family shipped to a worker carries no scratch arrays)."""
+    import pickle
+    rng = np.random.default_rng(11)
+    for lengths in ((7,), LENGTHS):
+        chains = fb.Chains.of(lengths)
+        first, second = (rng.normal(size=(sum(lengths), K + K * K)) for _ in range(2))
+        fb.forward_backward(first, K, chains)
+        assert K in chains.spare
+        reused = fb.forward_backward(second, K, chains)
+        fresh = fb.forward_backward(second, K, fb.Chains.of(lengths))
+        for a, b in zip(reused, fresh):
+            np.testing.assert_array_equal(a, b)
+        copy = pickle.loads(pickle.dumps(chains))
+        assert copy.spare == {} and np.array_equal(copy.index, chains.index)

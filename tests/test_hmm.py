@@ -343,3 +343,15 @@ def test_poisson_bernoulli_and_normal_wishart_emissions():
     post = ppl.compile(MV_NORMAL).infer(MODELS / "gmm.csv", seed=0, tol=1e-10)
     assert np.all(np.diff(post.trace) >= -1e-9 * abs(post.trace[-1]))
     assert post["A"].mean[np.argmin(post["mu"].mean[:, 0])].max() > 0.9  # short wait → long wait
+
+
+def test_a_chain_draws_one_state_per_row_and_exports_to_arviz():
+    """q(z) of an HMM is drawn as one state per row (FFBS): its dims name the row axis alone, as a
+    mean-field Categorical's do, and the ArviZ export holds its draws (a chain's dims once kept the
+    probabilities axis of its marginals, and `to_arviz` raised ValueError on every HMM)."""
+    post = ppl.load(MODELS / "hmm.vim").infer(MODELS / "hmm.csv", seed=1)
+    assert post.dims["z"] == ("T",)
+    idata = post.to_arviz(draws=5)
+    z = idata.posterior["z"]
+    assert z.dims == ("chain", "draw", "T") and z.shape[-1] == 272
+    assert set(np.unique(z.values)) <= {0, 1} or set(np.unique(z.values)) <= {1, 2}

@@ -13,7 +13,9 @@ The recursions are Rabiner's (1989) scaled ones in probability space, over all c
 the chains are laid out time-major, longest first (`Chains`), so step t is one matrix product on
 the n_t chains still running, a contiguous block, and the only Python loop is over the steps of
 the longest chain. One chain alone has its own recursions (`_one_chain`), two numpy calls a
-forward step and one a backward step, as there the calls' fixed cost is the whole time. Each
+forward step and one a backward step, as there the calls' fixed cost is the whole time; the
+buffers and each step's views are made once per layout and reused by later calls (`_Buffers`),
+since taking a step's views costs about as much as its numpy calls. Each
 step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1 with one of them 1, and
 divides by the step's normaliser c_t; the shifts and log c_t add up to log Z, so nothing grows
 with the length. When P_t is the same at every step (an HMM's E[log A]),
@@ -26,13 +28,16 @@ slower, which cannot underflow.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 SPREAD = 700.0  # the scaled pass runs when no evidence and transition weights differ by more (nats)
-CHUNK = 4096  # steps whose views one chain's recursions take at once (a view is about 100 bytes)
+CHUNK = 4096  # steps whose views the recursions take at once
+VIEW_BYTES = 1300  # the views of one step (7 to 9 of about 110 bytes, and their tuples), counted against KEEP_BYTES
+KEEP_BYTES = 1 << 25  # a layout keeps its recursions' buffers and views for the next call up to this size
 NORMALISED = 1e-9  # how far from 1 a row of scaled marginals may sum (rounding: about 1e-13 over 1e5 steps)
 
 
@@ -48,10 +53,19 @@ class Chains:
     position: np.ndarray
     starts: np.ndarray
     firsts: np.ndarray
+    spare: dict = field(default_factory=dict, compare=False, repr=False)  # K -> `_Buffers` not in use
+
+    def __getstate__(self):
+        """Pickled (a family sent to a Dask worker) without its spare buffers."""
+        return {**self.__dict__, "spare": {}}
 
     @classmethod
     def of(cls, lengths) -> "Chains":
-        lengths = np.asarray(lengths, dtype=np.int64)
+        """The layout of chains of `lengths` (at least one, each of at least one step)."""
+        lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        if not len(lengths) or lengths.min() < 1:
+            raise ValueError(f"a chain layout needs at least one chain and at least one step in each; got lengths "
+                             f"{lengths.tolist()}")
         order = np.argsort(-lengths, kind="stable")
         firsts = np.cumsum(lengths) - lengths
         steps = np.arange(lengths.max())[:, None]
@@ -80,14 +94,10 @@ def _or_zero(top: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(top), top, 0.0)
 
 
-def _peak(unary: np.ndarray) -> tuple:
-    """max_k u_t[k] per row (0 if all −∞), (T,), and the largest spread max − min over the finite
-    u_t[k] of a row: column by column (K − 1 maxima), as numpy's reduction over a short last axis
-    costs about ten times more."""
-    top = functools.reduce(np.maximum, unary.T)
-    low = functools.reduce(np.minimum, np.where(np.isfinite(unary), unary, np.inf).T)
-    top = _or_zero(top)
-    return top, float(np.max(top - low))
+def _peak(unary: np.ndarray) -> np.ndarray:
+    """max_k u_t[k] per row (0 if all −∞), (T,): column by column (K − 1 maxima), as numpy's
+    reduction over a short last axis costs about ten times more."""
+    return _or_zero(functools.reduce(np.maximum, unary.T))
 
 
 def _weights(pair: np.ndarray, chains: Chains):
@@ -109,114 +119,160 @@ def _stepped(weights: np.ndarray, chains: Chains) -> np.ndarray:
     return weights if weights.ndim == 2 else weights[chains.index]
 
 
-def _forward(local: np.ndarray, weights: np.ndarray, chains: Chains):
-    """Scaled forward messages â (L, S, K), each summing to 1, and their normalisers c (L, S),
-    1 past each chain's end (and â unset there). `local` (L, S, K), `weights` (K, K) or (L, S, K, K)."""
-    steps, s, k = local.shape
-    alpha, norm = np.empty((steps, s, k)), np.ones((steps, s))
-    ones = np.ones(k)  # a row sum as a matrix–vector product: cheaper than a reduction over K
-    norm[0] = local[0] @ ones
-    np.divide(local[0], norm[0, :, None], out=alpha[0])
-    shared, before = weights.ndim == 2, alpha[0]
-    multiply, dot, divide = np.multiply, np.dot, np.divide
-    for t, n in enumerate(chains.active[1:], 1):  # `out` by position: a keyword costs 0.1 µs a call
-        f, c = alpha[t, :n], norm[t, :n]
-        if shared:
-            dot(before[:n], weights, f)
-        else:
-            np.matmul(before[:n, None, :], weights[t, :n], f[:, None, :])
-        multiply(f, local[t, :n], f)
-        dot(f, ones, c)
-        divide(f, c[:, None], f)
-        before = f
-    return alpha, norm
-
-
-def _backward(scaled: np.ndarray, weights: np.ndarray, chains: Chains) -> np.ndarray:
-    """Scaled backward messages b̂ (L, S, K), 1 at each chain's last step: b̂_t = W_{t+1} (e_{t+1}
-    b̂_{t+1}) with e_{t+1} = exp(u − max u) / c_{t+1} (`scaled`), so that â_t b̂_t = q(z_t)."""
-    steps, s, k = scaled.shape
-    beta = np.ones((steps, s, k))
-    across = np.ascontiguousarray(weights.T) if weights.ndim == 2 else None
-    multiply, after = np.multiply, beta[-1]
-    for t in range(steps - 2, -1, -1):
-        n = chains.active[t + 1]
-        g = multiply(scaled[t + 1, :n], after[:n])
-        after = beta[t]
-        if across is not None:
-            np.dot(g, across, after[:n])
-        else:
-            np.matmul(weights[t + 1, :n], g[:, :, None], after[:n, :, None])
-    return beta
-
-
-def _rows(x: np.ndarray, chains: Chains) -> np.ndarray:
-    """A time-major (L, S, ...) array back in row order, (T, ...)."""
-    return x.reshape((-1,) + x.shape[2:])[chains.position]
+def _rows(x: np.ndarray, chains: Chains, out=None) -> np.ndarray:
+    """A time-major (L, S, ...) array back in row order, (T, ...): `take`, about 8× faster than
+    indexing with the array."""
+    return np.take(x.reshape((-1,) + x.shape[2:]), chains.position, axis=0, out=out)
 
 
 def forward_backward(nat: np.ndarray, k: int, chains: Chains):
     """(mean (T, K + K²), log Z (S,)): per row the marginals q(z_t) and the pairwise marginals
-    ξ_t[i, j] = q(z_{t−1} = i, z_t = j) flattened, ξ = 0 at each chain's first row."""
+    ξ_t[i, j] = q(z_{t−1} = i, z_t = j) flattened, ξ = 0 at each chain's first row. `nat` is
+    read as floats (integer potentials would wrap around or truncate in the recursions)."""
+    nat = np.asarray(nat, dtype=float)
     unary, pair = _split(nat, k)
     weights, top, spread = _weights(pair, chains)
-    peak, width = _peak(unary)
-    if width + spread > SPREAD:  # exp(u − max u) exp(P − max P) could round to 0 where it matters
-        return _log_forward_backward(nat, k, chains)
-    local = np.exp(unary - peak[:, None])
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # an underflow is caught below
-        messages = _one_chain(local, weights) if len(chains.firsts) == 1 else _many_chains(local, weights, chains)
-        if messages is not None:
-            mean, log_z = _scaled_moments(*messages, local, weights, peak, top, chains)
-            if _normalised(mean, chains):
-                return mean, log_z
+    peak = _peak(unary)
+    # an underflow is caught by `_normalised`
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"), _lent(chains, k) as buffers:
+        local = np.subtract(unary, peak[:, None], out=buffers.shifted)
+        width = -float(np.min(local, where=local > -np.inf, initial=0.0))  # the largest spread of a row's finite u_t
+        if width + spread <= SPREAD:  # else exp(u − max u) exp(P − max P) could round to 0 where it matters
+            np.exp(local, out=local)
+            messages = (_one_chain(local, weights, buffers) if len(chains.firsts) == 1
+                        else _many_chains(local, weights, chains, buffers))
+            if messages is not None:
+                mean, log_z = _scaled_moments(*messages, local, weights, peak, top, chains, buffers.rows)
+                if _normalised(mean, chains):
+                    return mean, log_z
     return _log_forward_backward(nat, k, chains)
 
 
-def _many_chains(local, weights, chains):
-    """(â, b̂, c) time-major on the blocks of running chains, None if a normaliser underflowed."""
-    padded = local[chains.index]
+def _many_chains(local, weights, chains, buffers):
+    """(â, b̂, c) time-major on the blocks of running chains, None if a normaliser underflowed:
+    â (L, S, K) each summing to 1, c (L, S) 1 past each chain's end (â unset there), b̂ 1 at each
+    chain's last step, b̂_t = W_{t+1} (e_{t+1} b̂_{t+1}) with e_{t+1} = exp(u − max u) / c_{t+1},
+    so that â_t b̂_t = q(z_t). A step on the n_t running chains: (n_t, K) × (K, K), the evidence,
+    the normaliser (a row sum as a product with ones, cheaper than a reduction over K) in place."""
+    padded, alpha, norm, beta, g = buffers.local, buffers.alpha, buffers.norm, buffers.beta, buffers.g
+    np.take(local, chains.index, axis=0, out=padded)
     stepped = _stepped(weights, chains)
-    alpha, norm = _forward(padded, stepped, chains)
+    shared, ones = stepped.ndim == 2, np.ones(local.shape[1])
+    multiply, dot, divide = np.multiply, np.dot, np.divide  # `out` by position: a keyword costs 0.1 µs a call
+    np.matmul(padded[0], ones, out=norm[0])
+    divide(padded[0], norm[0, :, None], alpha[0])
+    for lo, hi in _spans(len(padded)):
+        for t, (before, f, e, c, column) in enumerate(buffers.views("forward", lo, hi), lo):
+            if shared:
+                dot(before, stepped, f)
+            else:
+                np.matmul(before[:, None, :], stepped[t, :len(f)], f[:, None, :])
+            multiply(f, e, f)
+            dot(f, ones, c)
+            divide(f, column, f)
     if not np.all(norm > 0):
         return None
     padded /= norm[..., None]
-    return alpha, _backward(padded, stepped, chains), norm
+    across = np.ascontiguousarray(stepped.T) if shared else None
+    for lo, hi in reversed(_spans(len(padded))):
+        for t, (e, after, step, out) in zip(range(hi - 1, lo - 1, -1), buffers.views("backward", lo, hi)):
+            multiply(e, after, step)
+            if shared:
+                dot(step, across, out)
+            else:
+                np.matmul(stepped[t, :len(step)], step[:, :, None], out[:, :, None])
+    return alpha, beta, norm
 
 
-def _one_chain(local, weights):
+def _one_chain(local, weights, buffers):
     """(â, b̂, c) of one chain as (T, 1, ·), None if a normaliser underflowed: one product per step.
     The step's matrix carries the evidence and the normaliser, M_t = [W_t ∘ e_tᵀ | W_t e_t]
     (K, K + 1), all t at once, so â_{t−1} M_t gives the unnormalised â_t and c_t together, and
     W_t ∘ (e_t / c_t)ᵀ is the backward step's. A step then costs two numpy calls forward and one
-    backward, the views taken `CHUNK` steps at a time: on a long chain each call's fixed cost (0.2–0.4 µs)
-    is the time."""
+    backward: on a long chain each call's fixed cost (0.2–0.4 µs) is the time."""
     steps, k = local.shape
-    mat = np.empty((steps, k, k + 1))
+    mat, f, back, beta = buffers.mat, buffers.f, buffers.back, buffers.beta
     np.multiply(weights, local[:, None, :], out=mat[:, :, :k])
     np.einsum("...ij,...j->...i", weights, local, out=mat[:, :, k])
-    f = np.empty((steps, k + 1))  # (unnormalised â_t, c_t); â_t in place once c_t is known
     f[0, :k] = local[0]
     f[0, k] = local[0].sum()
     alpha, norm = f[:, :k], f[:, k]
     divide, dot = np.divide, np.dot  # `out` passed by position: a keyword costs more than the step
-    spans = [(t, min(t + CHUNK, steps)) for t in range(1, steps, CHUNK)]
-    for lo, hi in spans:  # divisors: 0-d views, half the cost of dividing by a (1,) slice
-        divisors = [row[k, ...] for row in f[lo - 1:hi - 1]]
-        for before, c, step, out in zip(list(alpha[lo - 1:hi - 1]), divisors, list(mat[lo:hi]), list(f[lo:hi])):
+    for lo, hi in _spans(steps):
+        for before, c, step, out in buffers.views("forward", lo, hi):
             divide(before, c, before)
             dot(before, step, out)
     alpha[-1] /= norm[-1]
     if not np.all(norm > 0):
         return None
-    back = mat[:, :, :k] / norm[:, None, None]
-    beta = np.empty((steps, k))
-    beta[-1] = 1.0
-    for lo, hi in reversed(spans):
-        rows = list(beta[lo - 1:hi])
-        for step, after, out in zip(list(back[lo:hi])[::-1], rows[:0:-1], rows[-2::-1]):
+    np.divide(mat[:, :, :k], norm[:, None, None], out=back)
+    for lo, hi in reversed(_spans(steps)):
+        for step, after, out in buffers.views("backward", lo, hi):
             dot(step, after, out)
     return alpha[:, None], beta[:, None], norm[:, None]
+
+
+def _spans(steps: int) -> list:
+    """The steps 1..L − 1 of the recursions in runs of `CHUNK`, (lo, hi) each."""
+    return [(t, min(t + CHUNK, steps)) for t in range(1, steps, CHUNK)]
+
+
+class _Buffers:
+    """The arrays of one layout's scaled recursions with K states and each step's views of them:
+    a view costs about 0.1 µs, a numpy call of a step 0.2–0.4 µs, so a layout (`Chains.spare`)
+    keeps both for its next call when they are small (`KEEP_BYTES`), as the floor of
+    benchmarks/hmm_floor.py keeps them for all its sweeps. The entries no call writes hold the
+    ones the recursions need: c = 1 past each chain's end, b̂ = 1 at its last step."""
+
+    def __init__(self, chains: Chains, k: int):
+        steps, s = chains.index.shape
+        self.k, self.active = k, chains.active
+        if s == 1:  # M_t, (unnormalised â_t, c_t), W_t ∘ (e_t / c_t)ᵀ, b̂_t
+            self.mat, self.f, self.back, self.beta = (np.empty((steps, k, k + 1)), np.empty((steps, k + 1)),
+                                                      np.empty((steps, k, k)), np.ones((steps, k)))
+        else:  # e_t (then e_t / c_t), â_t, c_t, b̂_t, e_t b̂_t / c_t
+            self.local, self.alpha, self.g = np.empty((steps, s, k)), np.empty((steps, s, k)), np.empty((steps, s, k))
+            self.norm, self.beta = np.ones((steps, s)), np.ones((steps, s, k))
+        rows = len(chains.position)  # u − max u (then e), and â, b̂, c in row order
+        self.shifted, self.rows = np.empty((rows, k)), (np.empty((rows, k)), np.empty((rows, k)), np.empty(rows))
+        arrays = [a for a in vars(self).values() if isinstance(a, np.ndarray)] + list(self.rows)
+        self.kept = sum(a.nbytes for a in arrays) + VIEW_BYTES * steps <= KEEP_BYTES
+        self._views = {}
+
+    def views(self, kind: str, lo: int, hi: int) -> list:
+        """The views of steps lo..hi − 1 (`forward`) or hi − 1..lo (`backward`: the views of the
+        step after each), in the order the recursion takes them; kept if the buffers are."""
+        views = self._views.get((kind, lo, hi))
+        if views is None:
+            views = (self._one if hasattr(self, "mat") else self._many)(kind, lo, hi)
+            if self.kept:
+                self._views[(kind, lo, hi)] = views
+        return views
+
+    def _one(self, kind, lo, hi):
+        k, f, beta = self.k, self.f, list(self.beta[lo - 1:hi])
+        if kind == "forward":
+            return list(zip(list(f[lo - 1:hi - 1, :k]), [row[k, ...] for row in f[lo - 1:hi - 1]],  # 0-d divisors:
+                            list(self.mat[lo:hi]), list(f[lo:hi])))  # half the cost of a (1,) slice's
+        return list(zip(list(self.back[lo:hi])[::-1], beta[:0:-1], beta[-2::-1]))
+
+    def _many(self, kind, lo, hi):
+        if kind == "forward":  # step t on its n_t chains: â_{t−1}, â_t, e_t, c_t, c_t as a column
+            return [(self.alpha[t - 1, :n], self.alpha[t, :n], self.local[t, :n], self.norm[t, :n],
+                     self.norm[t, :n, None]) for t, n in ((t, self.active[t]) for t in range(lo, hi))]
+        # the step after, t, on its n_t chains: e_t / c_t, b̂_t, e_t b̂_t / c_t, and b̂_{t−1}
+        return [(self.local[t, :n], self.beta[t, :n], self.g[t, :n], self.beta[t - 1, :n])
+                for t, n in ((t, self.active[t]) for t in range(hi - 1, lo - 1, -1))]
+
+
+@contextlib.contextmanager
+def _lent(chains: Chains, k: int):
+    """The layout's spare buffers for K states, or new ones; kept again after the call if small.
+    Taken out of `Chains.spare` while in use, so two threads never share them."""
+    buffers = chains.spare.pop(k, None) or _Buffers(chains, k)
+    yield buffers
+    if buffers.kept:
+        chains.spare[k] = buffers
 
 
 def _normalised(mean: np.ndarray, chains: Chains) -> bool:
@@ -229,10 +285,11 @@ def _normalised(mean: np.ndarray, chains: Chains) -> bool:
     return bool(np.all(np.abs(total - np.where(chains.starts, 1.0, 2.0)) <= NORMALISED))
 
 
-def _scaled_moments(alpha, beta, norm, local, weights, peak, top, chains):
-    """The moments and log Z from the scaled messages: q(z_t) = â_t b̂_t, ξ_t = â_{t−1} ⊗ W_t ⊗ e_t b̂_t."""
+def _scaled_moments(alpha, beta, norm, local, weights, peak, top, chains, rows):
+    """The moments and log Z from the scaled messages: q(z_t) = â_t b̂_t, ξ_t = â_{t−1} ⊗ W_t ⊗ e_t b̂_t;
+    `rows`: (T, K), (T, K) and (T,) buffers for the messages in row order."""
     k = local.shape[1]
-    before, after, norm = _rows(alpha, chains), _rows(beta, chains), _rows(norm, chains)
+    before, after, norm = (_rows(x, chains, out) for x, out in zip((alpha, beta, norm), rows))
     mean = np.empty((len(before), k + k * k))
     np.multiply(before, after, out=mean[:, :k])
     after *= local
@@ -298,6 +355,7 @@ def sample(nat: np.ndarray, k: int, chains: Chains, rng: np.random.Generator, n:
     """n joint draws of every chain from q (forward filtering, backward sampling): (n, T) integer
     states. z_L ~ â_L, then z_t | z_{t+1} ∝ â_t[z_t] · exp P_{t+1}[z_t, z_{t+1}], all chains and
     draws at once (Gumbel-max), one step of the longest chain at a time."""
+    nat = np.asarray(nat, dtype=float)
     alpha = _log_filter(nat, k, chains)
     _, pair = _split(nat, k)
     lengths = np.diff(np.r_[chains.firsts, len(alpha)])

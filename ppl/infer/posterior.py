@@ -326,7 +326,10 @@ def _draw_shape(name: str, marginal) -> tuple:
 
 
 def draw_shape(marginal) -> tuple:
-    """Shape of one draw: the mean's, without the probabilities axis of a Categorical."""
+    """Shape of one draw: the mean's, without the probabilities axis of a Categorical; a discrete
+    chain's, one state per row of λ (its mean would cost a forward–backward)."""
+    if marginal.name == "CategoricalChain":
+        return np.shape(marginal.natural)[:-1]
     shape = np.shape(marginal.mean)
     return shape[:-1] if marginal.name == "Categorical" else shape
 

@@ -17,6 +17,8 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
         total = GaussianSum()
         for factor in problem.neighbours[name]:  # loops: sum()'s order, without a generator per message
             total = total + factor.message(state, name, factored=True)
+    elif hasattr(problem.neighbours[name], "total"):  # a discrete chain's, formed in one array
+        total = problem.neighbours[name].total(state, name)
     else:
         total = 0
         for factor in problem.neighbours[name]:

@@ -107,13 +107,15 @@ class FactorRuntime(abc.ABC):
         `factored`: a contraction's message to a single vector may stay in data space
         (ppl.infer.low_rank)."""
         count = self.count(name) if self.row_weights else None  # (`count` without a call per message)
-        weights = self.weights(state) if count is None else self.message_weights(state, name)
+        weights = None  # read when a non-selector read needs them: the selector's message does not
         total = 0.0
         for access in self.reads.get(name, ()):
             if access is self.selector:
                 rows = self.expected_log(state)
                 total = total + access.scatter_rows(rows if count is None else rows * count)
             else:
+                if weights is None:
+                    weights = self.weights(state) if count is None else self.message_weights(state, name)
                 total = total + access.scatter_weighted(self._message(state, access), weights, factored)
         return total
 

@@ -73,6 +73,7 @@ class FactorialNormal:
             else ast.Name(target.name, target.span), selected=False)
         self.reads: dict = {}
         self.components = []  # (read of W_m, read of z_m, K_m)
+        self._kept = {}  # m -> (versions of q(W_m), q(z_m), that chain's `_parts`)
         offset = []
         for term in _terms(inline(factor.args["mean"], model.definitions)):
             index = _selector(term, model)
@@ -108,14 +109,19 @@ class FactorialNormal:
 
     # -- the expected outputs of the chains
     def _parts(self, state):
-        """y (T,), per chain: (γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,))."""
+        """y (T,), per chain: (γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,)), each chain's
+        kept while its q(z_m) and q(W_m) are unchanged: a sweep reads them six times (a message
+        to each z_m, W_m and τ, and the ELBO term), most often with one chain changed since."""
         y = self.target.read(state)[..., 0, 0]
         parts = []
-        for weight, chooser, k in self.components:
-            gamma = chooser.read(state)[..., 0, :k]
-            w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
-            w1, w2 = w[..., 0], w[..., 1]
-            parts.append((gamma, w1, w2, np.sum(gamma * w1, -1), np.sum(gamma * w2, -1)))
+        for m, (weight, chooser, k) in enumerate(self.components):
+            key = (id(state), state.versions.get(weight.name, 0), state.versions.get(chooser.name, 0))
+            if self._kept.get(m, (None,))[0] != key:
+                gamma = chooser.read(state)[..., 0, :k]
+                w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
+                w1, w2 = w[..., 0], w[..., 1]
+                self._kept[m] = key, (gamma, w1, w2, np.sum(gamma * w1, -1), np.sum(gamma * w2, -1))
+            parts.append(self._kept[m][1])
         return y, parts
 
     def _residual(self, y, parts):
