@@ -161,11 +161,10 @@ class DirichletCategorical:
             if not moving.any():
                 break
             if moving.sum() < 0.9 * len(active):  # drop the settled groups and their rows
-                active, live = active[moving], live[moving]
-                rows = self.rows[active]
-                tokens, weights = rows.indices, rows.data.copy()
-                part, lengths = b[tokens], np.diff(rows.indptr)
-                rows = type(rows)((rows.data, np.arange(len(tokens)), rows.indptr), shape=(len(active), len(tokens)))
+                keep = np.repeat(moving, lengths)  # by masks: a CSR row slice and a gather cost 3× more
+                active, live, lengths = active[moving], live[moving], lengths[moving]
+                weights, part = weights.compress(keep), part.compress(keep, axis=0)
+                rows = _segments(weights, lengths)
         return elog, done
 
     def _cvb0(self, alpha, b, elog, inner: int, tol: float):
@@ -181,6 +180,14 @@ class DirichletCategorical:
                 break
             resp = new
         return resp, sweeps
+
+
+def _segments(weights, lengths):
+    """The groups × rows sparse sum of consecutive runs of rows, `lengths` rows per group, with
+    `weights` (copied) as its values."""
+    from scipy.sparse import csr_matrix
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    return csr_matrix((weights.copy(), np.arange(len(weights)), indptr), shape=(len(lengths), len(weights)))
 
 
 def current_block(problem, state):
