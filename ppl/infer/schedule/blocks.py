@@ -147,24 +147,27 @@ class DirichletCategorical:
         live = np.ones(len(active), bool)
         rows, part = self.rows.copy(), b  # rows' values become c_t/(θ'·b_t) each sweep
         weights, lengths = self.rows.data, np.diff(self.rows.indptr)  # a group's rows are contiguous
+        current, prior = elog[active], alpha  # the active groups' E[log θ] and α, written back on a drop
         done = 0
         for done in range(1, sweeps + 1):
-            current = elog[active]
             theta = np.exp(current - current.max(axis=1, keepdims=True))
             spread = np.repeat(theta, lengths, axis=0)  # θ'_{d_t}: block copies, no gather
             np.divide(weights, np.einsum("tk,tk->t", spread, part), out=rows.data)
-            gamma = alpha[active] + theta * (rows @ part)
+            gamma = prior + theta * (rows @ part)
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
             moving = live & (np.max(np.abs(new - current) / (1.0 + np.abs(current)), axis=1) >= tol)
-            elog[active[live]] = new[live]
-            live = moving
-            if not moving.any():
+            current = np.where(live[:, None], new, current)
+            live, count = moving, np.count_nonzero(moving)
+            if not count:
                 break
-            if moving.sum() < 0.9 * len(active):  # drop the settled groups and their rows
+            if count < 0.9 * len(active):  # drop the settled groups and their rows
+                elog[active] = current
                 keep = np.repeat(moving, lengths)  # by masks: a CSR row slice and a gather cost 3× more
                 active, live, lengths = active[moving], live[moving], lengths[moving]
+                current, prior = current[moving], prior[moving]
                 weights, part = weights.compress(keep), part.compress(keep, axis=0)
                 rows = _segments(weights, lengths)
+        elog[active] = current
         return elog, done
 
     def _cvb0(self, alpha, b, elog, inner: int, tol: float):
