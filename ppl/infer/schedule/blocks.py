@@ -145,9 +145,10 @@ class DirichletCategorical:
         answer); the settled groups' rows leave the products once they are a tenth of them."""
         active = np.arange(len(elog))
         live = np.ones(len(active), bool)
-        rows, part = self.rows.copy(), b  # rows' values become c_t/(θ'·b_t) each sweep
         weights, lengths = self.rows.data, np.diff(self.rows.indptr)  # a group's rows are contiguous
-        current, prior = elog[active], alpha  # the active groups' E[log θ] and α, written back on a drop
+        rows, part = _segments(weights, lengths), b  # rows' values become c_t/(θ'·b_t) each sweep
+        current, prior = elog[active], alpha  # E[log θ] and α of the active groups (E[log θ] into
+        # `elog` at a drop and at the end)
         done = 0
         for done in range(1, sweeps + 1):
             theta = np.exp(current - current.max(axis=1, keepdims=True))
@@ -156,7 +157,7 @@ class DirichletCategorical:
             gamma = prior + theta * (rows @ part)
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
             moving = live & (np.max(np.abs(new - current) / (1.0 + np.abs(current)), axis=1) >= tol)
-            current = np.where(live[:, None], new, current)
+            current = np.where(live[:, None], new, current)  # a settled group keeps its E[log θ]
             live, count = moving, np.count_nonzero(moving)
             if not count:
                 break
