@@ -121,11 +121,11 @@ def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL):
     for _ in range(sweeps):
         b = np.exp(digamma(lam) - digamma(lam.sum(axis=1, keepdims=True)))[:, x.indices].T  # nonzeros × K
         elog = np.tile(digamma(np.full(K, ALPHA)) - digamma(K * ALPHA), (d, 1))
-        left, live, sub, part = np.arange(d), np.ones(d, bool), x, b
+        left, live, data, part, lengths = np.arange(d), np.ones(d, bool), x.data, b, np.diff(x.indptr)
+        scaled = _runs(data, lengths)
         for _ in range(inner - 1):
             theta = np.exp(elog[left])
-            norm = np.einsum("tk,tk->t", np.repeat(theta, np.diff(sub.indptr), axis=0), part)  # rows by document
-            scaled = csr_matrix((sub.data / norm, np.arange(sub.nnz), sub.indptr), shape=(len(left), sub.nnz))
+            np.divide(data, np.einsum("tk,tk->t", np.repeat(theta, lengths, axis=0), part), out=scaled.data)
             gamma = ALPHA + theta * (scaled @ part)  # Σ_w x_dw b_w/(θ'·b_w) with the division on the nonzeros
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
             moving = live & (np.max(np.abs(new - elog[left]) / (1 + np.abs(elog[left])), axis=1) >= tol)
@@ -133,13 +133,24 @@ def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL):
             live = moving
             if not moving.any():
                 break
-            if moving.sum() < 0.9 * len(left):  # settled documents leave the products in tenths
-                left, live = left[moving], live[moving]
-                sub, part = x[left], b[np.isin(doc, left)]
+            if moving.sum() < 0.9 * len(left):  # settled documents leave the products, by masks over the nonzeros
+                keep = np.repeat(moving, lengths)
+                left, live, lengths = left[moving], live[moving], lengths[moving]
+                data, part = data.compress(keep), part.compress(keep, axis=0)
+                scaled = _runs(data, lengths)
         resp = np.exp(elog)[doc] * b
         resp *= (x.data / resp.sum(axis=1))[:, None]
         lam = ETA + (by_word @ resp).T  # the expected counts, one sparse product
     return lam
+
+
+def _runs(values, lengths):
+    """The documents × nonzeros matrix summing each document's run of consecutive nonzeros, with
+    int32 indices (scipy converts int64 ones on every build)."""
+    from scipy.sparse import csr_matrix
+    indptr = np.zeros(len(lengths) + 1, np.int32)
+    np.cumsum(lengths, out=indptr[1:])
+    return csr_matrix((values.copy(), np.arange(len(values), dtype=np.int32), indptr), shape=(len(lengths), len(values)))
 
 
 def fit_sklearn(train, method, seed=SEED):
