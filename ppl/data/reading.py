@@ -53,17 +53,20 @@ class CsvReader:
             raise unreadable(exc, name) from None
         fields, self.header_lines = _first_record(head)
         # a small file, or one whose first 64 kB hold no plain header line: the exact reader, now
-        self.text = self._text() if size < SMALL_CSV or fields is None else None
+        # (on the bytes read already when they are the whole file)
+        self.text = self._text(head if len(head) == size else None) if size < SMALL_CSV or fields is None else None
         if fields is None:
             fields = list(self.text.columns)
         self.columns = header_names(fields)
         self.duplicates = sorted({f for f in fields if fields.count(f) > 1})
 
-    def _text(self) -> Table:
-        try:
-            content = self.path.read_bytes()
-        except OSError as exc:
-            raise unreadable(exc, self.name) from None
+    def _text(self, content: bytes | None = None) -> Table:
+        """The cells of the whole file, from `content` (its bytes) when given."""
+        if content is None:
+            try:
+                content = self.path.read_bytes()
+            except OSError as exc:
+                raise unreadable(exc, self.name) from None
         return read_csv_text(content, self.name)
 
     def read(self, plan: dict, kinds: dict) -> dict:
