@@ -245,8 +245,9 @@ def build_posterior(problem, run, analysis) -> Posterior:
     state, model = run.state, problem.model
     q = {}
     for name in model.variables:
-        if name in state.kernel and problem.shapes[name] == ():
-            q[name] = KernelMarginal(problem.families[name], state.kernel[name])
+        kernel = state.kernel_of(name)
+        if kernel is not None and problem.shapes[name] == ():
+            q[name] = KernelMarginal(problem.families[name], kernel)
         elif name in state.natural:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
             q[name] = FamilyMarginal(problem.families[name], nat, problem.dataset.masks.get(name))
