@@ -171,7 +171,7 @@ def is_positive_definite(m: np.ndarray) -> np.ndarray:
     every use of the matrix needs, so it is not PD in floating point).
     """
     m = np.asarray(m, dtype=float)
-    finite = np.all(np.isfinite(m), axis=(-2, -1))
+    finite = np.isfinite(m).all(axis=(-2, -1))
     safe = symmetrize(m)
     if not finite.all():  # the identity in place of a matrix that is not finite
         safe = np.where(finite[..., None, None], safe, np.eye(m.shape[-1]))
