@@ -65,7 +65,8 @@ def measure(names: list, repeat: int, release: Path | None = None) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             return measure(names, repeat, export(Path(tmp) / "release"))
     env = {**os.environ, "PYTHONPATH": str(release)}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(release), str(ROOT / "models"), str(repeat), str(SHORT), *names],
+    argv = [str(release), str(ROOT / "models"), str(repeat), str(SHORT), *names]
+    out = subprocess.run([sys.executable, "-c", CHILD, *argv],
                          env=env, cwd=release, capture_output=True, text=True, check=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {row.pop("name"): row for row in rows}
