@@ -4,8 +4,9 @@ in a child process on today's model files, so that a table can set today's defau
 default a user had then.
 
 The child imports ppl from the export alone, fits each model with its defaults (seed 1) and
-prints one JSON line per model: sweeps, CPU seconds of the fit (time.process_time, best of
-the repeats: CPU, not wall, so that the other jobs of a shared machine weigh less), the ELBO
+prints one JSON line per model: sweeps, CPU seconds of the fit (time.process_time: CPU, not
+wall, so that the other jobs of a shared machine weigh less; the least over the rounds, a fit
+shorter than `SHORT` called in each round until `SHORT` seconds of CPU are spent), the ELBO
 and the ELBO of its own tight run (relative tol 1e-13: the ELBO's definition has changed
 since for some models, so the old default is measured against its own fixed point), or the
 error of a model the old release cannot run.
@@ -20,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.logistic_sweeps import SHORT  # CPU seconds each round of a short fit takes at least
+
 ROOT = Path(__file__).resolve().parents[1]
 OLD_RELEASE = "91e48f4^"  # 91e48f4 introduced the fixed-point rule and SQUAREM
 
@@ -28,15 +31,18 @@ import json, sys, time, warnings
 sys.path.insert(0, sys.argv[1])
 warnings.simplefilter("ignore")
 import ppl
-models, repeat = sys.argv[2], int(sys.argv[3])
-for name in sys.argv[4:]:
+models, repeat, short = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+for name in sys.argv[5:]:
     try:
         model, best = ppl.load(f"{models}/{name}.vim"), float("inf")
         tight = model.infer(f"{models}/{name}.csv", seed=1, tol=1e-13, max_iter=3000)  # also warms up
         for _ in range(repeat):
-            start = time.process_time()
-            posterior = model.infer(f"{models}/{name}.csv", seed=1)
-            best = min(best, time.process_time() - start)
+            spent = 0.0
+            while spent < short:  # a fit of milliseconds is called until `short` seconds of CPU are spent
+                start = time.process_time()
+                posterior = model.infer(f"{models}/{name}.csv", seed=1)
+                took = time.process_time() - start
+                best, spent = min(best, took), spent + took
         row = {"sweeps": posterior.iterations, "cpu": best, "elbo": posterior.elbo, "tight": tight.elbo}
     except Exception as error:  # the old release may not know a newer model's syntax
         row = {"error": f"{type(error).__name__}: {error}"[:200]}
@@ -59,7 +65,8 @@ def measure(names: list, repeat: int, release: Path | None = None) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             return measure(names, repeat, export(Path(tmp) / "release"))
     env = {**os.environ, "PYTHONPATH": str(release)}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(release), str(ROOT / "models"), str(repeat), *names],
+    argv = [str(release), str(ROOT / "models"), str(repeat), str(SHORT), *names]
+    out = subprocess.run([sys.executable, "-c", CHILD, *argv],
                          env=env, cwd=release, capture_output=True, text=True, check=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {row.pop("name"): row for row in rows}

@@ -147,6 +147,17 @@ def test_bool_words_and_bad_bools(tmp_path):
     assert (error.code, error.row) == ("E406", 3)
 
 
+def test_a_bool_column_of_digits_binds_as_one_with_words(tmp_path):
+    """A bool column of 0 and 1 only is read as numbers (no codes and labels): the same arrays as
+    when a word sends it through the text path, and the same error at an empty cell."""
+    model = ppl.compile("data b: bool[N]\np ~ Beta(1, 1)\nb ~ Bernoulli(p)\n")
+    digits = model.bind(csv_file(tmp_path, "b\n1\n0\n1\n", "digits.csv"))
+    assert digits.arrays["b"].tolist() == [1, 0, 1]
+    assert_same_dataset(digits, model.bind(csv_file(tmp_path, "b\ntrue\n0\n1\n", "words.csv")))
+    errors = [data_error(model, csv_file(tmp_path, text, "gap.csv")) for text in ("b\n1\n\n0\n", "b\ntrue\n\n0\n")]
+    assert [(e.code, e.row) for e in errors] == [("E417", 2)] * 2
+
+
 def assert_same_dataset(a, b):
     assert a.sizes == b.sizes and a.levels == b.levels
     assert a.arrays.keys() == b.arrays.keys() and a.masks.keys() == b.masks.keys()

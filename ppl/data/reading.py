@@ -18,6 +18,7 @@ from ppl.diagnostics import DataError
 
 SMALL_CSV = 1 << 20  # bytes; a smaller CSV file is read without importing pyarrow (start-up time)
 NUMERIC = ("real", "int", "weight")  # element types read as float64; bool and cat are read as text
+BOOL_DIGITS = {"0", "1"}  # a bool column of these cells only is read as float64 too
 
 
 def open_data(data, name: str | None, na: tuple):
@@ -52,17 +53,20 @@ class CsvReader:
             raise unreadable(exc, name) from None
         fields, self.header_lines = _first_record(head)
         # a small file, or one whose first 64 kB hold no plain header line: the exact reader, now
-        self.text = self._text() if size < SMALL_CSV or fields is None else None
+        # (on the bytes read already when they are the whole file)
+        self.text = self._text(head if len(head) == size else None) if size < SMALL_CSV or fields is None else None
         if fields is None:
             fields = list(self.text.columns)
         self.columns = header_names(fields)
         self.duplicates = sorted({f for f in fields if fields.count(f) > 1})
 
-    def _text(self) -> Table:
-        try:
-            content = self.path.read_bytes()
-        except OSError as exc:
-            raise unreadable(exc, self.name) from None
+    def _text(self, content: bytes | None = None) -> Table:
+        """The cells of the whole file, from `content` (its bytes) when given."""
+        if content is None:
+            try:
+                content = self.path.read_bytes()
+            except OSError as exc:
+                raise unreadable(exc, self.name) from None
         return read_csv_text(content, self.name)
 
     def read(self, plan: dict, kinds: dict) -> dict:
@@ -110,18 +114,26 @@ class CsvReader:
 
 def _text_column(cells: np.ndarray, kind: str, na: tuple):
     """A column of text cells (None where empty): float64 when every present cell is a plain
-    number (one C-level cast), else `Coded`."""
+    number (one C-level cast), as for a `bool` column of 0 and 1 only (the common case: no codes
+    and labels to make, and nothing for the exact path to report), else `Coded`."""
+    present = ~np.equal(cells, None)
+    if kind == "bool" and set(cells[present].tolist()) <= BOOL_DIGITS:
+        return _floats(cells, present)
     if kind in NUMERIC:
-        present = ~np.equal(cells, None)
         text = "".join(cells[present].tolist())
         if text.isascii() and "_" not in text and not any(c.isalpha() and c not in "eE" for c in set(text)):
             try:
-                values = np.full(len(cells), np.nan)
-                values[present] = cells[present].astype(float)
-                return values
+                return _floats(cells, present)
             except ValueError:  # text that is not a number: the exact path names it
                 pass
     return Coded.of_cells(cells, na)
+
+
+def _floats(cells: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """The present cells cast to float64 in one C-level call, NaN elsewhere."""
+    values = np.full(len(cells), np.nan)
+    values[present] = cells[present].astype(float)
+    return values
 
 
 class _Irregular(Exception):

@@ -151,8 +151,8 @@ def chol_inverse(m: np.ndarray) -> np.ndarray:
     over a batch in Python, which cost ~10 ms per call on stacks of small matrices.
     """
     chol = np.linalg.cholesky(m)
-    eye = np.broadcast_to(np.eye(m.shape[-1]), chol.shape)
-    linv = np.linalg.solve(chol, eye)
+    eye = np.eye(m.shape[-1])
+    linv = np.linalg.solve(chol, eye if chol.ndim == 2 else np.broadcast_to(eye, chol.shape))
     return symmetrize(linv.swapaxes(-1, -2) @ linv)
 
 
@@ -171,9 +171,10 @@ def is_positive_definite(m: np.ndarray) -> np.ndarray:
     every use of the matrix needs, so it is not PD in floating point).
     """
     m = np.asarray(m, dtype=float)
-    finite = np.all(np.isfinite(m), axis=(-2, -1))
-    eye = np.eye(m.shape[-1])
-    safe = np.where(finite[..., None, None], symmetrize(m), eye)
+    finite = np.isfinite(m).all(axis=(-2, -1))
+    safe = symmetrize(m)
+    if not finite.all():  # the identity in place of a matrix that is not finite
+        safe = np.where(finite[..., None, None], safe, np.eye(m.shape[-1]))
     try:
         np.linalg.cholesky(safe)
         return finite

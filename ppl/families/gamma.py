@@ -122,4 +122,4 @@ class Gamma(ExponentialFamily):
 
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
-        return np.all(np.isfinite(nat), axis=-1) & (nat[..., 0] > -1.0) & (nat[..., 1] < 0)
+        return np.isfinite(nat).all(axis=-1) & (nat[..., 0] > -1.0) & (nat[..., 1] < 0)

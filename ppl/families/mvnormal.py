@@ -147,5 +147,5 @@ class MvNormal(ExponentialFamily):
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
         _, prec = self._split(nat)
-        return np.all(np.isfinite(nat), axis=-1) & is_positive_definite(prec)
+        return np.isfinite(nat).all(axis=-1) & is_positive_definite(prec)
 

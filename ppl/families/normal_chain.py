@@ -162,7 +162,7 @@ class NormalChain(ExponentialFamily):
     def valid(self, nat) -> np.ndarray:
         """Finite, and Λ positive definite (the chain is valid or not as a whole)."""
         nat = np.asarray(nat, float)
-        ok = np.all(np.isfinite(nat), axis=-1) & (nat[:, 1] < 0)
+        ok = np.isfinite(nat).all(axis=-1) & (nat[:, 1] < 0)
         if ok.all():
             try:
                 self._factor(*self._band(nat)[1:])

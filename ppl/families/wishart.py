@@ -218,6 +218,6 @@ class Wishart(ExponentialFamily):
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
         inv_scale, nu = self._inv_scale_dof(nat)
-        finite = np.all(np.isfinite(nat), axis=-1)
+        finite = np.isfinite(nat).all(axis=-1)
         return finite & (nu > self.dim - 1) & is_positive_definite(inv_scale)
 

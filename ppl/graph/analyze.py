@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ppl.diagnostics import ModelError, OptionError, nearest
 from ppl.graph import forms
 from ppl.graph.chain import find_chains
+from ppl.graph.components import mixture_components
 from ppl.graph.conjugacy import applicable, match
 from ppl.graph.gaussian_block import gaussian_blocks
 from ppl.graph.joint import joint_groups
@@ -50,6 +51,9 @@ class Analysis:
     groups: tuple = ()  # joint.Group: variables sharing one factor of q
     chains: tuple = ()  # chain.Chain: variables whose q is one Markov chain (Gaussian or discrete)
     gaussian: tuple = ()  # gaussian_block.GaussianBlock: Normal variables with one joint Gaussian q
+    # selector -> {variable: axis} (ppl.graph.components): of the model alone, found here because
+    # `Model` keeps its analyses, where every fit's posterior walked the model's expressions again
+    components: dict = field(default_factory=dict)
 
     def for_factor(self, factor: str) -> tuple[Tag, ...]:
         return tuple(t for t in self.tags if t.factor == factor)
@@ -109,7 +113,7 @@ def analyze(model: CheckedModel, dataset=None, methods: dict | None = None,
             _nothing_to_apply(factor, requested)
     chains = find_chains(model)
     return Analysis(_merge_roles(tags), scopes, blocks, groups, chains,
-                    gaussian_blocks(model, gaussian_block, groups, chains))
+                    gaussian_blocks(model, gaussian_block, groups, chains), mixture_components(model))
 
 
 def _nothing_to_apply(factor: Factor, requested) -> None:

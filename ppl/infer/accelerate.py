@@ -215,7 +215,7 @@ def _step_norms(triples: list) -> tuple[float, float]:
     for triple in triples:
         for x0, x1, x2 in _chunks(*triple):
             r, v = x1 - x0, x2 - 2 * x1 + x0
-            rr, vv = rr + float(np.sum(r * r)), vv + float(np.sum(v * v))
+            rr, vv = rr + float((r * r).sum()), vv + float((v * v).sum())
     return float(np.sqrt(rr)), float(np.sqrt(vv))
 
 

@@ -45,7 +45,7 @@ class Access:
         self.selector = selector
         self.plate_rank = index.ndim - 1
         first = index[(0,) * self.plate_rank]
-        self.plate_free = bool(np.all(index == first))
+        self.plate_free = bool((index == first).all())
         self.components = first
 
     @functools.cached_property

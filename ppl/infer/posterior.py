@@ -241,13 +241,13 @@ def _list(array) -> list | float:
 def build_posterior(problem, run, analysis) -> Posterior:
     """Marginals for every latent variable (groups split in two) and imputed data cells, in the
     order of the model's declarations, with what reports need to know about them."""
-    from ppl.graph.components import mixture_components
     from ppl.infer.labels import dims_and_coords
     state, model = run.state, problem.model
     q = {}
     for name in model.variables:
-        if name in state.kernel and problem.shapes[name] == ():
-            q[name] = KernelMarginal(problem.families[name], state.kernel[name])
+        kernel = state.kernel_of(name)
+        if kernel is not None and problem.shapes[name] == ():
+            q[name] = KernelMarginal(problem.families[name], kernel)
         elif name in state.natural:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
             q[name] = FamilyMarginal(problem.families[name], nat, problem.dataset.masks.get(name))
@@ -256,7 +256,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
     marginals = assemble(list(model.variables), q, joint)
     components = {s: {v: a for v, a in members.items() if v in marginals}
-                  for s, members in mixture_components(model).items() if s in marginals}
+                  for s, members in analysis.components.items() if s in marginals}
     data = problem.dataset.arrays
     shapes = {n: _draw_shape(n, m) for n, m in marginals.items()} | {n: np.shape(v) for n, v in data.items()}
     dims, coords = dims_and_coords(model, problem.dataset, shapes, components)

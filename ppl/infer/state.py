@@ -67,11 +67,23 @@ class State:
         self._entropy: dict = {}  # name -> H[q] given with its moments by a structured solve
         self.factored: dict = {}  # name -> λ as a GaussianSum, when it was solved that way
         self.versions: dict = {}  # name -> version of its q (`_VERSIONS`), so factors can reuse what is unchanged
-        self.rng = np.random.default_rng(0)  # Monte Carlo rules draw from here (the run's seed)
+        self._rng = None  # Monte Carlo rules draw from `rng` (the run's seed)
         self.pinned: dict = {}  # name -> (mask (elements,), λ): elements that updates leave as they are
         # the relative standard error a Monte Carlo ELBO term may carry in the trace (the run's
         # stopping rule sets it); a noisier term is computed exactly instead
         self.noise = 0.0
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The generator Monte Carlo rules draw from: the run's, or seed 0's, made when first asked
+        for (a run sets its own, and a generator costs 6 µs to make)."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(0)
+        return self._rng
+
+    @rng.setter
+    def rng(self, rng: np.random.Generator) -> None:
+        self._rng = rng
 
     def set(self, name: str, natural: np.ndarray, moments=None, entropy=None, factored=None) -> None:
         """New λ for `name`; `moments` and `entropy` when the caller solved them already, and λ

@@ -90,6 +90,12 @@ class ConjugateFactor(FactorRuntime):
         return self.family.natural(**kwargs)
 
     @functools.cached_property
+    def _constant_message(self):
+        """The message of constant parameters to the target: a read-only view of η over the plate,
+        made once (a prior with constant parameters sends it every sweep)."""
+        return np.broadcast_to(self._constant_natural(), self.builder.shape() + (self.family.size,))
+
+    @functools.cached_property
     def _constant_log_partition(self):
         """A(η) of the constant parameters, once."""
         return self.family.log_partition(self._constant_eta)
@@ -127,7 +133,7 @@ class ConjugateFactor(FactorRuntime):
     def _message(self, state, access):
         if access is self.target:
             if not self.latent_params:
-                return np.broadcast_to(self._constant_natural(), self.builder.shape() + (self.family.size,))
+                return self._constant_message
             return _LATENT_PARAM[self.dist][1](self, state)
         return _LATENT_PARAM[self.dist][2](self, state, access)
 

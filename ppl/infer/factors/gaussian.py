@@ -217,6 +217,7 @@ class _Precision:
                 self.kind = "gamma"
             elif family == "Gamma" and dim and self.matrix is not None:
                 self.kind = "gamma-matrix"
+                self.logdet = np.linalg.slogdet(self.matrix)[1]  # of the fixed matrix: once, not every sweep
             else:
                 raise Unsupported(f"precision `{ast.text(expr)}` ({family}) is not conjugate here", expr.span)
             return
@@ -241,8 +242,7 @@ class _Precision:
         if self.kind == "wishart":
             return expand(expand(s)) * m[..., : d * d].reshape(m.shape[:-1] + (d, d)), d * np.log(s) + m[..., d * d]
         if self.kind == "gamma-matrix":
-            sign, logdet = np.linalg.slogdet(self.matrix)
-            return expand(expand(s * m[..., 1])) * self.matrix, d * (np.log(s) + m[..., 0]) + logdet
+            return expand(expand(s * m[..., 1])) * self.matrix, d * (np.log(s) + m[..., 0]) + self.logdet
         alpha, log_alpha = m[..., 1], m[..., 0]  # diag: (plate, C, D)
         return expand(expand(s)) * alpha[..., None] * self.eye, (np.log(s) + log_alpha).sum(-1)
 
