@@ -21,7 +21,7 @@ WORTHWHILE = 0.5  # group only when there are at most this fraction as many grou
 
 @dataclass(frozen=True)
 class Repeats:
-    """The rows (as indices into the margin's shape) that stand for their groups, their
+    """The margin's `shape`, the rows (as indices into it) that stand for their groups, their
     observations (y, n), and the group of every row, flat."""
 
     shape: tuple
