@@ -49,7 +49,7 @@ def find_repeats(form: LinearForm, y, n) -> Repeats | None:
     inputs = [_rows(term.coef, shape, vector=term.contract) for term in form.terms]
     inputs += [_rows(a, shape) for a in [form.offset, y, n] + [access.index for access in form.reads()]]
     group = np.zeros(size, dtype=np.int64)
-    for column in (column for rows in inputs for column in rows):
+    for column in (column for columns in inputs for column in columns):
         _, codes = np.unique(column, return_inverse=True)
         labels, group = np.unique(group * (codes.max() + 1) + codes, return_inverse=True)
         if len(labels) > WORTHWHILE * size:
