@@ -21,7 +21,7 @@ WORTHWHILE = 0.5  # group only when there are at most this fraction as many grou
 
 @dataclass(frozen=True)
 class Repeats:
-    """The rows (as indices into the margin's shape) that stand for their groups, their
+    """The margin's `shape`, the rows (as indices into it) that stand for their groups, their
     observations (y, n), and the group of every row, flat."""
 
     shape: tuple
@@ -49,7 +49,7 @@ def find_repeats(form: LinearForm, y, n) -> Repeats | None:
     inputs = [_rows(term.coef, shape, vector=term.contract) for term in form.terms]
     inputs += [_rows(a, shape) for a in [form.offset, y, n] + [access.index for access in form.reads()]]
     group = np.zeros(size, dtype=np.int64)
-    for column in (column for rows in inputs for column in rows):
+    for column in (column for columns in inputs for column in columns):
         _, codes = np.unique(column, return_inverse=True)
         labels, group = np.unique(group * (codes.max() + 1) + codes, return_inverse=True)
         if len(labels) > WORTHWHILE * size:

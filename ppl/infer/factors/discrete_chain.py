@@ -170,10 +170,11 @@ class ChainNeighbours(list):
     def __init__(self, factors, family):
         super().__init__(factors)
         self.family = family
-        transition = [f for f in factors if isinstance(f, DiscreteTransition)]
+        transitions = [f for f in factors if isinstance(f, DiscreteTransition)]
+        assert len(transitions) == 1, "one transition writes the pair block"
         covered = np.zeros(sum(family.lengths), dtype=bool)
-        covered[transition[0].rows] = covered[transition[0].starts] = True
-        assert len(transition) == 1 and covered.all(), "the transition writes every row of the pair block"
+        covered[transitions[0].rows] = covered[transitions[0].starts] = True
+        assert covered.all(), "the transition writes every row of the pair block"
 
     def total(self, state, name: str) -> np.ndarray:
         out = np.empty((state.natural[name].shape[0], self.family.size))

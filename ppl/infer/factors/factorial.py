@@ -73,7 +73,7 @@ class FactorialNormal:
             else ast.Name(target.name, target.span), selected=False)
         self.reads: dict = {}
         self.components = []  # (read of W_m, read of z_m, K_m)
-        self._kept = {}  # m -> (versions of q(W_m), q(z_m), that chain's `_parts`)
+        self._kept = {}  # m -> ((id of the state, versions of q(W_m) and q(z_m)), that chain's `_parts`)
         offset = []
         for term in _terms(inline(factor.args["mean"], model.definitions)):
             index = _selector(term, model)
@@ -110,8 +110,9 @@ class FactorialNormal:
     # -- the expected outputs of the chains
     def _parts(self, state):
         """y (T,), per chain: (γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,)), each chain's
-        kept while its q(z_m) and q(W_m) are unchanged: a sweep reads them six times (a message
-        to each z_m, W_m and τ, and the ELBO term), most often with one chain changed since."""
+        kept while its q(z_m) and q(W_m) are unchanged: a sweep of M chains reads them 2M + 2 times
+        (a message to each z_m and W_m, one to τ, and the ELBO term), most often with one chain
+        changed since."""
         y = self.target.read(state)[..., 0, 0]
         parts = []
         for m, (weight, chooser, k) in enumerate(self.components):
