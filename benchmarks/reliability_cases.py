@@ -255,6 +255,12 @@ DATA = [
           "const cut = [-1.0, 1.0]\ndata x: real[N]\ndata r: int[N]\nw ~ Normal(0, 1)\nr ~ OrderedLogistic(w * x, cut)\n",
           "x,r\n0.5,1\n1,4\n", "E421"),
     infer("data", "a sequence that resumes after another began", HMM, "s,roll\n1,1\n2,2\n1,1\n", "E422"),
+    infer("data", "an empty cell of a response that another statement reads",
+          "data x: real[N]\ndata y: real[N]\nb ~ Normal(0, 1)\nx ~ Normal(0, 1)\ny ~ Normal(b * x, 1)\n",
+          "x,y\n1,2\n,3\n", "E418"),
+    infer("model", "a whole-array prior whose constant mean sets its shape, read by index",
+          "data g: cat(2)[N]\ndata y: real[N]\nmu ~ Normal(zeros(2), 10)\ny ~ Normal(mu[g], 1)\n",
+          "g,y\n1,-3\n2,3\n", None),
 ]
 
 NUMERICS = [

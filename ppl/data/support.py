@@ -28,6 +28,7 @@ def check_support(model, dataset) -> None:
         values = dataset.arrays[name]
         observed = dataset.masks.get(name, np.ones(values.shape, dtype=bool))
         _check_imputable(factor, observed, model, dataset)
+        _check_not_read(name, observed, model, dataset)
         support = factor.dist.value
         if support in ("category", "ordinal"):
             _check_categories(factor, values, observed, dataset, model)
@@ -80,6 +81,35 @@ def _known_length(expr, dataset, model):
     if isinstance(expr, ast.Name) and expr.id in model.variables and model.variables[expr.id].kind == "const":
         shape = model.variables[expr.id].shape
         return shape[-1] if len(shape) == 1 and isinstance(shape[-1], int) else None
+    return None
+
+
+def _check_not_read(name: str, observed, model, dataset) -> None:
+    """A response with missing cells that another statement reads (`x ~ Normal(0, 1)` and
+    `y ~ Normal(b * x, 1)`, or a semi-supervised `z` in `mu[z[n]]`) is refused: the reader would
+    take the empty cells' fill value as data and send the imputed cells no message, a silently
+    wrong posterior. E418 names the first empty cell and the reader."""
+    if observed.all():
+        return
+    reader = _reader_of(name, model)
+    if reader is None:
+        return
+    where = np.argwhere(~observed)[0]
+    raise DataError("E418", f"`{name}` has an empty cell and is read by `{reader}`: missing cells of a variable "
+                    "that another statement reads are not imputed", column=_column_name(model.data[name], where),
+                    row=int(where[0]) + 1, source=dataset.source,
+                    hint="fill in the cell or drop the row; only a response that nothing else reads may have missing "
+                    "values")
+
+
+def _reader_of(name: str, model) -> str | None:
+    """The first statement other than `name`'s own draws whose expressions read `name`."""
+    statements = [(f.name, list(f.args.values()) + list(f.target.indices)) for f in model.factors
+                  if f.target.name != name]
+    statements += [(d.target.name, [d.value]) for ds in model.definitions.values() for d in ds]
+    for reader, exprs in statements:
+        if any(isinstance(n, ast.Name) and n.id == name for e in exprs for n in ast.walk(e)):
+            return reader
     return None
 
 

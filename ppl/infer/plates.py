@@ -35,7 +35,12 @@ class Plate:
             self.grids[plate.var] = values.reshape([-1 if a == axis else 1 for a in range(len(loops))])
             shape.append(len(values))
         target = factor.target
-        if not loops and not target.indices:  # a vectorised statement: the plate is the batch shape
+        # a vectorised statement: the plate is the batch shape, which a constant argument of a
+        # distribution of scalar parameters may set by itself (`mu ~ Normal(zeros(K), 1)`)
+        dist = factor.dist
+        self.vectorised_scalar = not loops and not target.indices and \
+            all(p.rank == 0 for p in dist.params + dist.alternatives)
+        if not loops and not target.indices:
             shape = [env.size(d) for d in factor.batch_shape]
         self.shape = tuple(shape)
 
@@ -47,11 +52,12 @@ class Plate:
         """A data/constant expression shaped plate + (1,) + element, ready to meet arrays with a
         component axis. Only an expression that reads loop variables or data varies along the
         plate; a constant (`eye(D)`, `m0`) keeps its own shape even when it happens to match
-        the plate's (K = D)."""
+        the plate's (K = D), except in a vectorised statement of a scalar distribution, where
+        every axis of an argument is a batch axis (numpy broadcasting)."""
         value = np.asarray(self.evaluate(expr), dtype=float)
         rank = len(self.shape)
-        varies = any(isinstance(n, ast.Name) and (n.id in self.grids or n.id in self.env.data)
-                     for n in ast.walk(expr))
+        varies = self.vectorised_scalar or any(isinstance(n, ast.Name) and (n.id in self.grids or n.id in self.env.data)
+                                               for n in ast.walk(expr))
         if not varies or rank == 0 or value.ndim == 0:
             return value
         if value.ndim < rank:  # varies along the trailing plate axes only
