@@ -108,3 +108,42 @@ def test_a_restored_q_brings_back_its_version_and_no_version_is_given_twice():
     assert state.natural["x"] is first and state.moments("x") is moments and state.versions["x"] == version
     state.set("x", Normal().natural(mean=np.full(2, 3.0), precision=np.ones(2)))
     assert state.versions["x"] not in seen and len(seen) == 3
+
+
+def test_a_dirichlet_entropy_reads_the_moments_of_its_own_lambda_only():
+    """H[q] from the state's cached E[log π] is the family's own, bit for bit; after a new λ, or
+    moments given by a caller (a sampled schedule's draws), it is H of λ, not of stale moments."""
+    from ppl.families import Dirichlet
+    from ppl.infer.state import State
+
+    family, rng = Dirichlet(4), np.random.default_rng(7)
+    state = State({"pi": family}, {"pi": (3,)})
+    first, second = rng.uniform(0.1, 5.0, (3, 4)), rng.uniform(0.1, 5.0, (3, 4))
+    state.set("pi", first)
+    state.moments("pi")
+    assert state.entropy("pi") == float(family.entropy(first).sum())
+    state.set("pi", second)
+    assert state.entropy("pi") == float(family.entropy(second).sum())
+    state.set("pi", first, moments=family.to_mean(second))
+    assert state.entropy("pi") == float(family.entropy(first).sum())
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_an_mvnormal_entropy_comes_with_its_moments_from_one_factor(diagonal):
+    """One Cholesky factor of Λ gives the moments and H[q], bit for bit those of `to_mean` and
+    `entropy`; a new λ, or moments given by a caller, are not read with an old entropy."""
+    from ppl.infer.state import State
+
+    family, rng = MvNormal(5), np.random.default_rng(8)
+    naturals = []
+    for _ in range(2):
+        a = rng.normal(size=(5, 5))
+        precision = np.diag(rng.uniform(0.5, 2.0, 5)) if diagonal else a @ a.T + 5 * np.eye(5)
+        naturals.append(family.natural(mean=rng.normal(size=5), precision=precision)[None])
+    state = State({"w": family}, {"w": (1,)})
+    for nat in naturals:
+        state.set("w", nat)
+        assert np.array_equal(state.moments("w"), family.to_mean(nat))
+        assert state.entropy("w") == float(family.entropy(nat).sum())
+    state.set("w", naturals[0], moments=family.to_mean(naturals[1]))
+    assert state.entropy("w") == float(family.entropy(naturals[0]).sum())

@@ -12,6 +12,7 @@ import ppl
 from ppl.infer import build_problem
 from ppl.infer.factors import glm
 from ppl.infer.factors.glm import GLMFactor
+from ppl.infer import repeated
 from ppl.infer.repeated import find_repeats
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -104,6 +105,26 @@ def test_groups_are_the_distinct_inputs_and_observations():
 def test_rows_that_do_not_repeat_are_integrated_one_by_one(name):
     """Continuous covariates (or already grouped rows): more groups than half the rows, no grouping."""
     assert glm_factor(ppl.load(MODELS / f"{name}.vim"), str(MODELS / f"{name}.csv")).repeats is None
+
+
+def test_one_sort_gives_up_where_the_refinement_does(monkeypatch):
+    """gp_classification reads f through one-hot rows: every row is its own group. The combination
+    of the inputs says so at once, and the refinement column by column says the same without it."""
+    model, data = ppl.load(MODELS / "gp_classification.vim"), str(MODELS / "gp_classification.csv")
+    assert glm_factor(model, data).repeats is None
+    monkeypatch.setattr(repeated, "_distinct_at_least", lambda columns, bound: False)
+    assert glm_factor(model, data).repeats is None
+
+
+def test_the_combination_never_counts_more_groups_than_there_are():
+    """Small integer rows (whose weighted sums can collide, and -0.0 beside 0.0): the distinct
+    combinations are at most the distinct rows, so a quick `None` is never wrong."""
+    rng = np.random.default_rng(6)
+    columns = rng.integers(-2, 3, (4, 500)).astype(float)
+    columns[0, columns[0] == 0] = -0.0
+    distinct = len(np.unique(columns.T, axis=0))
+    assert not repeated._distinct_at_least(columns, distinct)
+    assert repeated._distinct_at_least(np.eye(40), 20)
 
 
 def test_a_likelihood_in_closed_form_is_not_grouped():

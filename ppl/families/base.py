@@ -150,8 +150,12 @@ def chol_inverse(m: np.ndarray) -> np.ndarray:
     The solves go through numpy's batched LAPACK gufuncs: scipy's `solve_triangular` loops
     over a batch in Python, which cost ~10 ms per call on stacks of small matrices.
     """
-    chol = np.linalg.cholesky(m)
-    eye = np.eye(m.shape[-1])
+    return inverse_of_factor(np.linalg.cholesky(m))
+
+
+def inverse_of_factor(chol: np.ndarray) -> np.ndarray:
+    """`chol_inverse` from the lower Cholesky factors L of the matrices, when they are at hand."""
+    eye = np.eye(chol.shape[-1])
     linv = np.linalg.solve(chol, eye if chol.ndim == 2 else np.broadcast_to(eye, chol.shape))
     return symmetrize(linv.swapaxes(-1, -2) @ linv)
 
@@ -257,11 +261,16 @@ class ExponentialFamily(abc.ABC):
     def entropy(self, nat) -> np.ndarray:
         """H[q] = A(λ) − λ·μ − E[log h(x)], shape = plates."""
         nat = np.asarray(nat, dtype=float)
-        return (
-            self.log_partition(nat)
-            - dot_last(self.to_mean(nat), nat)
-            - self.expected_log_base(nat)
-        )
+        return self.entropy_with_mean(nat, self.to_mean(nat))
+
+    def entropy_with_mean(self, nat, mean) -> np.ndarray:
+        """`entropy` with μ = to_mean(λ) given: a state's cached moments (a Dirichlet's digammas)."""
+        return self.log_partition(nat) - dot_last(mean, nat) - self.expected_log_base(nat)
+
+    @property
+    def entropy_reads_mean(self) -> bool:
+        """Whether `entropy` is the generic formula, so that `entropy_with_mean` gives its values."""
+        return type(self).entropy is ExponentialFamily.entropy
 
     def expected_log_base(self, nat) -> np.ndarray:
         """E[log h(x)]; families without a closed form refuse."""

@@ -24,6 +24,7 @@ from .base import (
     chol_logdet,
     cholesky,
     diagonal_of,
+    inverse_of_factor,
     is_positive_definite,
     leading,
     require_count,
@@ -86,14 +87,18 @@ class MvNormal(ExponentialFamily):
     def mean_cov(self, nat):
         """(mean, covariance) with shapes plates + (D,) and plates + (D, D); a diagonal precision
         (a prior N(m, diag)) is inverted as such, O(D²) instead of O(D³)."""
-        h, prec = self._split(nat)
+        return self._mean_cov(*self._split(nat))[:2]
+
+    def _mean_cov(self, h, prec) -> tuple:
+        """`mean_cov` of (Λm, Λ), with the Cholesky factor of Λ (None for a diagonal Λ)."""
         diagonal = diagonal_of(prec)
         if diagonal is not None and np.all(diagonal > 0):
-            cov = np.zeros_like(prec)
+            chol, cov = None, np.zeros_like(prec)
             np.einsum("...ii->...i", cov)[...] = 1.0 / diagonal
         else:
-            cov = chol_inverse(prec)
-        return np.einsum("...ij,...j->...i", cov, h), cov
+            chol = cholesky(prec)
+            cov = inverse_of_factor(chol)
+        return np.einsum("...ij,...j->...i", cov, h), cov, chol
 
     def log_partition(self, nat) -> np.ndarray:
         h, prec = self._split(nat)
@@ -102,8 +107,17 @@ class MvNormal(ExponentialFamily):
         return 0.5 * np.sum(w**2, axis=-1) - 0.5 * chol_logdet(chol)
 
     def to_mean(self, nat) -> np.ndarray:
-        m, cov = self.mean_cov(nat)
+        return self._second_moments(*self.mean_cov(nat))
+
+    def _second_moments(self, m, cov) -> np.ndarray:
         return self._join(m, cov + m[..., :, None] * m[..., None, :])
+
+    def moments_and_entropy(self, nat) -> tuple:
+        """(`to_mean`, `entropy`) from one Cholesky factor of Λ, which a state needs both of each sweep;
+        the entropy None for a diagonal Λ, whose moments factor nothing."""
+        h, prec = self._split(nat)
+        m, cov, chol = self._mean_cov(h, prec)
+        return self._second_moments(m, cov), None if chol is None else self._entropy_of_factor(chol)
 
     def to_natural(self, mean) -> np.ndarray:
         mean = np.asarray(mean, float)
@@ -127,7 +141,10 @@ class MvNormal(ExponentialFamily):
     def entropy(self, nat) -> np.ndarray:
         """(D/2)(1 + log 2π) − ½ log|Λ|."""
         _, prec = self._split(nat)
-        return 0.5 * self.dim * (1.0 + _LOG_2PI) - 0.5 * chol_logdet(cholesky(prec))
+        return self._entropy_of_factor(cholesky(prec))
+
+    def _entropy_of_factor(self, chol) -> np.ndarray:
+        return 0.5 * self.dim * (1.0 + _LOG_2PI) - 0.5 * chol_logdet(chol)
 
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         m, cov = self.mean_cov(nat)

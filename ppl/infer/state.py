@@ -65,6 +65,9 @@ class State:
         self.counts: dict = {}  # name -> row weight per element: multiplies its entropy (ppl.infer.weights)
         self._moments: dict = {}
         self._entropy: dict = {}  # name -> H[q] given with its moments by a structured solve
+        # name -> H[q] per element solved with the moments (ppl.families.MvNormal), or None: the cached
+        # moments are to_mean(λ), which `entropy` may reuse
+        self._derived: dict = {}
         self.factored: dict = {}  # name -> λ as a GaussianSum, when it was solved that way
         self.versions: dict = {}  # name -> version of its q (`_VERSIONS`), so factors can reuse what is unchanged
         self._rng = None  # Monte Carlo rules draw from `rng` (the run's seed)
@@ -97,6 +100,7 @@ class State:
             entropy = natural.entropy
         self.natural[name] = natural
         self.factored[name] = factored
+        self._derived.pop(name, None)
         if moments is not None:
             self._moments[name] = moments
         else:
@@ -133,6 +137,7 @@ class State:
     def observe(self, name: str, stats: np.ndarray, mask: np.ndarray | None) -> None:
         self.observed[name] = (stats, mask)
         self._moments.pop(name, None)
+        self._derived.pop(name, None)
 
     def observe_codes(self, name: str, codes: np.ndarray, mask: np.ndarray | None) -> None:
         """An observed categorical as its codes (elements,): no one-hot array."""
@@ -161,13 +166,19 @@ class State:
             elif hasattr(self.families[name], "solve"):  # a chain: moments and entropy in one pass
                 cached, self._entropy[name] = self.families[name].solve(self.natural[name])
             else:
+                family, entropy = self.families[name], None
                 try:
-                    cached = self.families[name].to_mean(self.natural[name])
+                    if hasattr(family, "moments_and_entropy") and name not in self.observed:
+                        cached, entropy = family.moments_and_entropy(self.natural[name])
+                    else:
+                        cached = family.to_mean(self.natural[name])
                 except (np.linalg.LinAlgError, ValueError) as exc:  # non-finite λ, or a precision not PD
                     raise NumericalBreakdown(name, str(exc)) from None
                 if name in self.observed:
                     stats, mask = self.observed[name]
                     cached = np.where(mask[:, None], stats, cached)
+                else:
+                    self._derived[name] = entropy
             self._moments[name] = cached
         return cached
 
@@ -196,6 +207,10 @@ class State:
         if hasattr(family, "entropy_of_mean"):  # reuse the cached moments when the family can
             h = family.entropy_of_mean(self.moments(name) if name not in self.observed else
                                        family.to_mean(self.natural[name]))
+        elif self._derived.get(name) is not None:
+            h = self._derived[name]
+        elif name in self._derived and getattr(family, "entropy_reads_mean", False):  # not every family is generic
+            h = family.entropy_with_mean(self.natural[name], self._moments[name])
         else:
             h = family.entropy(self.natural[name])
         if name in self.observed:

@@ -43,6 +43,7 @@ class ConjugateFactor(FactorRuntime):
             # An observed category reads one probability per element: gather and scatter that
             # entry only, never the whole probability vector (V can be a vocabulary).
             self.codes = np.asarray(dataset.arrays[target]).reshape(-1)[self.target.index]
+        self._positions = None  # `code_positions`, made on first use
 
     def _param(self, role, expr, model):
         reads = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and model.variables.get(n.id)
@@ -126,9 +127,16 @@ class ConjugateFactor(FactorRuntime):
         access = probs[1]
         k = state.families[name].size
         weights = np.broadcast_to(self.message_weights(state, name), access.index.shape)
-        flat = (access.index * k + self.codes).reshape(-1)
+        flat = self.code_positions(k).reshape(-1)
         counts = np.bincount(flat, weights.reshape(-1), minlength=access.size * k)
         return counts.reshape(access.size, k)
+
+    def code_positions(self, k: int) -> np.ndarray:
+        """Where each observed category sits in the flat (elements × k) moments of the probabilities
+        it reads, index · k + code: made once, as the reads and the codes are fixed once built."""
+        if self._positions is None:
+            self._positions = self.params["probs"][1].index * k + self.codes
+        return self._positions
 
     def _message(self, state, access):
         if access is self.target:
@@ -193,7 +201,7 @@ def _beta_to_param(f, state, access):
 def _categorical_elbo(f, state):
     kind, access, _ = f.params["probs"]
     if f.codes is not None:
-        return state.moments(access.name)[access.index, f.codes]
+        return state.moments(access.name).take(f.code_positions(state.families[access.name].size))
     probs, _ = f._read(state, "probs")
     return np.sum(f._target(state) * probs, -1) + f._log_base(state)
 

@@ -10,6 +10,8 @@ With E[(y−m)²] = E[y²] − 2E[y]E[m] + E[m²] (y, m and τ independent under
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ppl.families.base import chol_inverse, diagonal_of, stack_last
@@ -26,6 +28,7 @@ LOG_2PI = np.log(2 * np.pi)
 
 class GaussianFactor(FactorRuntime):
     _value_key = None  # version key of the cached message to the value (`message`): none yet
+    _error_key = None  # version key of the cached E[(y−m)²] (`_squared_error`): none yet
 
     def __init__(self, factor, model, env, dataset, families):
         super().__init__(factor, model, env, dataset)
@@ -45,7 +48,19 @@ class GaussianFactor(FactorRuntime):
         return m[..., :d], m[..., d:].reshape(m.shape[:-1] + (d, d))
 
     def _squared_error(self, state):
-        """E[(y−m)²] (scalar) or E[(y−m)(y−m)ᵀ] (vector), plate + (C,) [+ (D, D)]."""
+        """E[(y−m)²] (scalar) or E[(y−m)(y−m)ᵀ] (vector), plate + (C,) [+ (D, D)], reused while y
+        and the reads of m are unchanged (the message to τ and the ELBO of a sweep need the same)."""
+        key = self.version_key(state, self._error_names)
+        if self._error_key != key:
+            self._error_key, self._error_value = key, self._fresh_squared_error(state)
+        return self._error_value
+
+    @functools.cached_property
+    def _error_names(self) -> tuple:
+        """What E[(y−m)²] depends on: the value and every latent of the mean."""
+        return tuple(sorted({self.factor.target.name, *(access.name for access in self.mean.reads())}))
+
+    def _fresh_squared_error(self, state):
         y1, y2 = self._value(state)
         m1, m2 = form_moments(state, self.mean)
         if not self.dim:
