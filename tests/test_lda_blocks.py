@@ -104,6 +104,34 @@ def test_each_document_stops_on_its_own(monkeypatch):
         np.testing.assert_allclose(elog[d], e, rtol=1e-10, atol=1e-12)
 
 
+def test_z_is_the_same_whether_its_rows_are_copied_or_gathered():
+    """z's q per token comes from the responsibilities per (document, word) pair: by block copies
+    when the tokens are listed by document and word, by a gather otherwise; token for token the
+    same q either way."""
+    text = open("models/lda.vim").read().replace("const K = 10", "const K = 3").replace(
+        "const eta = 0.01", "const eta = 0.01\nconst V = 30")
+    model = ppl.compile(text)
+    rng = np.random.default_rng(0)
+    doc, word = rng.integers(1, 21, 400), rng.integers(1, 31, 400)  # repeated pairs: 400 tokens, fewer pairs
+    doc[:20] = np.arange(1, 21)  # every document met
+    topics = rng.gamma(2.0, 1.0, size=(3, 30))
+    z = {}
+    for order in (np.lexsort((word, doc)), rng.permutation(400)):
+        dataset = model.bind({"doc": doc[order], "word": word[order]})
+        problem = build_problem(model.checked, dataset, model.analyze(dataset), ScheduleSpec("batch", inner=5))
+        state = initialise(problem, np.random.default_rng(0))
+        state.set("beta", topics - 1.0)
+        steps.restart_locals(problem, state, problem.local)
+        steps.fit_locals(problem, state, ["z", "theta"], 5, 1e-300)
+        block = steps.dirichlet_categorical(problem, ["z", "theta"])
+        z[block.copies is not None] = [np.empty_like(state.natural["z"]) for _ in range(2)]
+        for out, value in zip(z[block.copies is not None], (state.natural["z"], state.moments("z"))):
+            out[order] = value
+    assert set(z) == {True, False} and len(block.doc) < 400
+    for copied, gathered in zip(z[True], z[False]):
+        np.testing.assert_allclose(copied, gathered, rtol=1e-12, atol=1e-14)
+
+
 def test_restarted_locals_depend_on_the_globals_alone():
     """batch(inner=...) refits the locals from the prior each sweep: two states that differ
     only in their locals agree after the E-step; with `warm=1` they keep their difference."""

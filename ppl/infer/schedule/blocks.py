@@ -38,6 +38,10 @@ class DirichletCategorical:
         self.token_pair, self.doc, self.code, weights = _pairs(doc, _codes(data), weights)
         self.weights = weights
         self.rows = csr_matrix((weights, (self.doc, np.arange(len(self.doc)))), shape=(groups, len(self.doc)))
+        self.lengths = np.diff(self.rows.indptr)  # pairs per group: a group's pairs are contiguous
+        # copies of each pair in the rows, when the rows come in pair order (`_to_rows`)
+        ordered = self.token_pair is not None and np.all(self.token_pair[1:] >= self.token_pair[:-1])
+        self.copies = np.bincount(self.token_pair, minlength=len(self.doc)) if ordered else None
         if self.code is not None:  # the words met, and the pairs' weights by word (`topic_counts`)
             self.words, self.word_of = np.unique(self.code, return_inverse=True)
             size = problem.families[self.topics].size
@@ -61,7 +65,7 @@ class DirichletCategorical:
             start = state.moments(theta) if elog is None else elog
             elog, sweeps = self._collapsed(alpha, b, start.copy(), inner - 1, tol)
             top = elog.max(axis=1, keepdims=True)
-            resp = np.take(np.exp(elog - top), self.doc, axis=0)  # np.take: 4× a fancy index's speed
+            resp = np.repeat(np.exp(elog - top), self.lengths, axis=0)  # block copies, no gather
             resp *= b
             total = np.einsum("tk->t", resp)  # resp.sum(axis=1): 5× the time over rows of K entries
             resp /= total[:, None]
@@ -71,7 +75,7 @@ class DirichletCategorical:
         moments = None
         if estep != "cvb0":  # E_q[log p(y, z | θ, β)] + H[z] at the new θ (ppl.infer.schedule.fused_lda)
             moments = state.families[theta].to_mean(new)
-            log_norm = np.log(total) + top[self.doc, 0] + shift
+            log_norm = np.log(total) + np.repeat(top[:, 0], self.lengths) + shift
             value = float(self.weights @ log_norm + np.sum(counts * (moments - elog)))
         self.resp = resp
         self._write(state, resp)
@@ -134,9 +138,17 @@ class DirichletCategorical:
         """z's q per token from the responsibilities per (group, code) pair."""
         with np.errstate(divide="ignore"):  # a topic that a token cannot have: log 0
             log_resp = self.log_resp = np.log(resp)
-        if self.token_pair is not None:
-            resp, log_resp = np.take(resp, self.token_pair, axis=0), np.take(log_resp, self.token_pair, axis=0)
-        state.set(self.z, log_resp, moments=resp)
+        state.set(self.z, self._to_rows(log_resp), moments=self._to_rows(resp))
+
+    def _to_rows(self, values):
+        """Per-pair values for every row of z: block copies when the rows come in pair order (a
+        pair's rows adjacent, the pairs in order: LDA's tokens listed by document and word; 1.5× the
+        speed of a gather), else a gather."""
+        if self.token_pair is None:
+            return values
+        if self.copies is not None:
+            return np.repeat(values, self.copies, axis=0)
+        return np.take(values, self.token_pair, axis=0)
 
     def _collapsed(self, alpha, b, elog, sweeps: int, tol: float):
         """`sweeps` mean-field sweeps with z summed out: γ_d = α + θ'_d ⊙ Σ_{t∈d} c_t b_t/(θ'_d·b_t),
@@ -145,7 +157,7 @@ class DirichletCategorical:
         answer); the settled groups' rows leave the products once they are a tenth of them."""
         active = np.arange(len(elog))
         live = np.ones(len(active), bool)
-        weights, lengths = self.rows.data, np.diff(self.rows.indptr)  # a group's rows are contiguous
+        weights, lengths = self.rows.data, self.lengths
         rows, part = _segments(weights, lengths), b  # rows' values become c_t/(θ'·b_t) each sweep
         current, prior = elog[active], alpha  # E[log θ] and α of the active groups (E[log θ] into
         # `elog` at a drop and at the end)
@@ -157,7 +169,7 @@ class DirichletCategorical:
             gamma = prior + theta * (rows @ part)
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
             moving = live & (np.max(np.abs(new - current) / (1.0 + np.abs(current)), axis=1) >= tol)
-            current = np.where(live[:, None], new, current)  # a settled group keeps its E[log θ]
+            np.copyto(current, new, where=live[:, None])  # a settled group keeps its E[log θ] (in place: no copy)
             live, count = moving, np.count_nonzero(moving)
             if not count:
                 break
