@@ -191,7 +191,8 @@ def test_fused_batch_sweep_is_the_generic_sweep(name):
     """LDA's fused batch sweep (topics from the pairs' counts, documents refitted from the prior,
     the ELBO from the E-step's normalisers) leaves β, θ and z where the generic sweep (update β
     through its factors, restart the locals, the fused E-step) leaves them, and its ELBO is the
-    sum of every factor's term and every entropy."""
+    sum of every factor's term and every entropy. The fused sweep keeps z's q in the block until
+    the state is read whole (`settle`), and its ELBO is that of the q then written."""
     from ppl.infer.schedule.fused_lda import FusedLDA
     problem = bound(name, ScheduleSpec("batch", inner=30, init="random"))
     kernel = problem.kernel
@@ -201,7 +202,12 @@ def test_fused_batch_sweep_is_the_generic_sweep(name):
     plain = fused.copy()
     for sweep in range(3):
         problem.kernel = kernel
+        written = fused.natural["z"]
         steps.batch_sweep(problem, fused, lambda n: 1.0)
+        assert fused.natural["z"] is written  # z is left to `settle`
+        elbo = kernel.elbo(fused)
+        kernel.settle(fused)
+        assert kernel.elbo(fused) == elbo
         problem.kernel = None
         steps.batch_sweep(problem, plain, lambda n: 1.0)
         for var in ("beta", "theta", "z"):

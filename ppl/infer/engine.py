@@ -158,6 +158,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
         trace.append(new)
         trace_se.append(se)
         if options.record_terms:
+            _settle(problem, state)
             terms.append(problem.elbo_terms(state))
         if progress is not None:
             try:
@@ -173,6 +174,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
             break
         if out_of_time:
             break
+    _settle(problem, state)
     exact = trace[-1] if not any(trace_se) else problem.elbo(state)
     if any(trace_se):
         notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
@@ -180,6 +182,13 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
                convergence=monitor.finish(state), interrupted=interrupted)
+
+
+def _settle(problem: Problem, state) -> None:
+    """Let a fused sweep write what it keeps back between sweeps (ppl.infer.schedule.fused_lda)
+    before the whole state is read."""
+    if hasattr(problem.kernel, "settle"):
+        problem.kernel.settle(state)
 
 
 def _initial_elbo(problem: Problem, state) -> float:

@@ -48,11 +48,14 @@ class DirichletCategorical:
             self.by_code = csr_matrix((weights, (self.code, np.arange(len(self.code)))), shape=(size, len(self.code)))
         self.bound = None  # (state key, E_q[log p(y, z | θ, β)] + H[z]) after the last mean-field fit
 
-    def fit(self, state, inner: int, tol: float, estep: str = "vmp", alpha=None, elog=None) -> int:
+    def fit(self, state, inner: int, tol: float, estep: str = "vmp", alpha=None, elog=None,
+            write_z: bool = True) -> int:
         """At most `inner` sweeps, a group's stopping once the largest relative change of its
         E[log θ] is below `tol`; the last sweep updates z then θ of every group. Returns the
         sweeps taken. `alpha`, `elog`: θ's prior concentrations and starting E[log θ] when the
-        caller knows them (the fused batch sweep), else read from the state."""
+        caller knows them (the fused batch sweep), else read from the state. `write_z=False`
+        keeps z's responsibilities in the block for `write_z` (the fused sweep: no reader
+        of z's q before the run ends)."""
         theta = self.theta
         if alpha is None:
             prior = sum(f.message(state, theta) for f in self.priors)
@@ -78,7 +81,8 @@ class DirichletCategorical:
             log_norm = np.log(total) + np.repeat(top[:, 0], self.lengths) + shift
             value = float(self.weights @ log_norm + np.sum(counts * (moments - elog)))
         self.resp = resp
-        self._write(state, resp)
+        if write_z:
+            self.write_z(state)
         state.set(theta, new, moments=moments)
         if estep != "cvb0":
             self.bound = (self._key(state), value)
@@ -134,11 +138,15 @@ class DirichletCategorical:
         weights = np.exp(elog_beta - top).T
         return np.take(weights, self.word_of, axis=0), top[self.word_of]
 
-    def _write(self, state, resp) -> None:
-        """z's q per token from the responsibilities per (group, code) pair."""
+    def write_z(self, state) -> None:
+        """z's q per token from the last fit's responsibilities per (group, code) pair. The q it
+        writes is the one the fit's bound was computed for, so a current bound stays current."""
+        current = self.bound is not None and self.bound[0] == self._key(state)
         with np.errstate(divide="ignore"):  # a topic that a token cannot have: log 0
-            log_resp = self.log_resp = np.log(resp)
-        state.set(self.z, self._to_rows(log_resp), moments=self._to_rows(resp))
+            log_resp = self.log_resp = np.log(self.resp)
+        state.set(self.z, self._to_rows(log_resp), moments=self._to_rows(self.resp))
+        if current:
+            self.bound = (self._key(state), self.bound[1])
 
     def _to_rows(self, values):
         """Per-pair values for every row of z: block copies when the rows come in pair order (a
