@@ -100,11 +100,17 @@ def completion(topics, seen, held, sweeps=200):
 # ---- contenders: each returns the topic matrix (K × V), not normalised
 
 def fit_ppl(train, schedule=None, eta=ETA, seed=SEED, sweeps=5000, **options):
+    model, data = compiled(train, eta)
+    post = model.infer(data, seed=seed, schedule=schedule, max_iter=sweeps, **options)
+    return post["beta"].mean, post
+
+
+def compiled(train, eta=ETA) -> tuple:
+    """(ppl's LDA model for `train`'s vocabulary and topic prior `eta`, its data as (doc, word) codes)."""
     import ppl
     doc, word = tokens(train)
     model = ppl.compile(MODEL.replace("const eta = 0.01", f"const eta = {eta}\nconst V = {train.shape[1]}"))
-    post = model.infer({"doc": doc + 1, "word": word + 1}, seed=seed, schedule=schedule, max_iter=sweeps, **options)
-    return post["beta"].mean, post
+    return model, {"doc": doc + 1, "word": word + 1}
 
 
 def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL, on_sweep=None):
@@ -233,10 +239,7 @@ def per_sweep(train, rounds=5, sweeps=40, skip=10) -> tuple:
     """(ppl, floor) CPU seconds of a batch sweep with set-up left out: each sweep timed alone
     (ppl between its progress calls, the floor by `on_sweep`), the least over `rounds` interleaved
     rounds for each sweep, averaged over the sweeps after the first `skip`."""
-    import ppl
-    doc, word = tokens(train)
-    model = ppl.compile(MODEL.replace("const eta = 0.01", f"const eta = {ETA}\nconst V = {train.shape[1]}"))
-    data = {"doc": doc + 1, "word": word + 1}
+    model, data = compiled(train)
     contenders = {"ppl": lambda stamp: model.infer(data, seed=SEED, max_iter=sweeps, tol=1e-300, mean_tol=1e-300,
                                                    progress=lambda i, elbo: stamp()),
                   "floor": lambda stamp: fit_floor(train, sweeps, SEED, on_sweep=stamp)}

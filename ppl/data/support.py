@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.diagnostics import DataError
+from ppl.graph.forms import reads
 from ppl.lang import ast
 from ppl.lang.distributions import SUPPORTS
 
@@ -107,10 +108,7 @@ def _reader_of(name: str, model) -> str | None:
     statements = [(f.name, list(f.args.values()) + list(f.target.indices)) for f in model.factors
                   if f.target.name != name]
     statements += [(d.target.name, [d.value]) for ds in model.definitions.values() for d in ds]
-    for reader, exprs in statements:
-        if any(isinstance(n, ast.Name) and n.id == name for e in exprs for n in ast.walk(e)):
-            return reader
-    return None
+    return next((reader for reader, exprs in statements if any(reads(e, name) for e in exprs)), None)
 
 
 def _check_imputable(factor, observed, model, dataset) -> None:

@@ -154,7 +154,7 @@ def _many_chains(local, weights, chains, buffers):
     chain's last step, b̂_t = W_{t+1} (e_{t+1} b̂_{t+1}) with e_{t+1} = exp(u − max u) / c_{t+1},
     so that â_t b̂_t = q(z_t). A step on the n_t running chains: (n_t, K) × (K, K), the evidence,
     the normaliser (a row sum as a product with ones, cheaper than a reduction over K) in place."""
-    padded, alpha, norm, beta, g = buffers.local, buffers.alpha, buffers.norm, buffers.beta, buffers.g
+    padded, alpha, norm, beta = buffers.local, buffers.alpha, buffers.norm, buffers.beta
     np.take(local, chains.index, axis=0, out=padded)
     stepped = _stepped(weights, chains)
     shared, ones = stepped.ndim == 2, np.ones(local.shape[1])

@@ -34,14 +34,13 @@ class Plate:
             values = np.arange(lo, hi + 1)
             self.grids[plate.var] = values.reshape([-1 if a == axis else 1 for a in range(len(loops))])
             shape.append(len(values))
-        target = factor.target
-        # a vectorised statement: the plate is the batch shape, which a constant argument of a
-        # distribution of scalar parameters may set by itself (`mu ~ Normal(zeros(K), 1)`)
-        dist = factor.dist
-        self.vectorised_scalar = not loops and not target.indices and \
-            all(p.rank == 0 for p in dist.params + dist.alternatives)
-        if not loops and not target.indices:
+        vectorised = not loops and not factor.target.indices
+        if vectorised:  # a vectorised statement: the plate is the batch shape
             shape = [env.size(d) for d in factor.batch_shape]
+        # which a constant argument of a distribution of scalar parameters may set by itself
+        # (`mu ~ Normal(zeros(K), 1)`)
+        dist = factor.dist
+        self.vectorised_scalar = vectorised and all(p.rank == 0 for p in dist.params + dist.alternatives)
         self.shape = tuple(shape)
 
     def evaluate(self, expr: ast.Expr) -> np.ndarray:

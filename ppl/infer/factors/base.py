@@ -19,6 +19,12 @@ from ppl.lang import ast
 _ZEROS = repeat(0)  # the version of a variable never set, for every name (map stops at the names)
 
 
+def version_key(state, names) -> tuple:
+    """Identifies q of the variables `names` in `state`: a value computed from them can be
+    reused while the key is unchanged (`FactorRuntime.version_key` for a factor's reads)."""
+    return (id(state), *map(state.versions.get, names, _ZEROS))
+
+
 class FactorRuntime(abc.ABC):
     """Base of the conjugate factor runtimes.
 
@@ -137,8 +143,7 @@ class FactorRuntime(abc.ABC):
     def version_key(self, state, names=None) -> tuple:
         """Identifies q of the variables `names` (default: all this factor reads): a value computed
         from them can be reused while the key is unchanged."""
-        names = self._read_names if names is None else names
-        return (id(state), *map(state.versions.get, names, _ZEROS))
+        return version_key(state, self._read_names if names is None else names)
 
     @functools.cached_property
     def _read_names(self) -> tuple:

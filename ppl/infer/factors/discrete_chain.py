@@ -22,6 +22,7 @@ import numpy as np
 from ppl.families.base import dot_last
 from ppl.graph.forms import inline
 from ppl.infer.access import AccessBuilder, Unsupported, sum_by_index
+from ppl.infer.factors.base import version_key
 from ppl.infer.factors.factorial import FactorialNormal
 from ppl.infer.plates import Plate
 from ppl.lang import ast
@@ -104,7 +105,7 @@ class DiscreteTransition(_ChainFactor):
         self.starts = np.flatnonzero(family.starts())  # where the transition is switched off
         contiguous = np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows)))
         self.rows = slice(rows[0], rows[0] + len(rows)) if contiguous else rows  # a slice reads a view
-        self._summed = None  # (version of q(z), Σ_t ξ_t)
+        self._summed = None  # (version key of q(z), Σ_t ξ_t)
 
     def _pairwise(self, state):
         """ξ_t over the plate, (T − 1, K, K), zero where a sequence starts (as the family gives it)."""
@@ -127,9 +128,9 @@ class DiscreteTransition(_ChainFactor):
     def _total(self, state):
         """Σ_t ξ_t (1, K, K), kept for the q(z) it was summed from (its version): the message to A
         and the ELBO term read it at the same q in consecutive steps of a sweep."""
-        version = state.versions.get(self.chain)
-        if self._summed is None or self._summed[0] != version:
-            self._summed = (version, self._pairwise(state).sum(axis=0, keepdims=True))
+        key = version_key(state, (self.chain,))
+        if self._summed is None or self._summed[0] != key:
+            self._summed = (key, self._pairwise(state).sum(axis=0, keepdims=True))
         return self._summed[1]
 
     def elbo(self, state) -> float:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ppl.graph.forms import inline
 from ppl.infer.access import AccessBuilder, Unsupported
+from ppl.infer.factors.base import version_key
 from ppl.infer.factors.gaussian import LOG_2PI, _Precision
 from ppl.infer.plates import Plate
 from ppl.lang import ast
@@ -73,7 +74,7 @@ class FactorialNormal:
             else ast.Name(target.name, target.span), selected=False)
         self.reads: dict = {}
         self.components = []  # (read of W_m, read of z_m, K_m)
-        self._kept = {}  # m -> ((id of the state, versions of q(W_m) and q(z_m)), that chain's `_parts`)
+        self._kept = {}  # m -> (version key of q(W_m) and q(z_m), that chain's `_parts`)
         offset = []
         for term in _terms(inline(factor.args["mean"], model.definitions)):
             index = _selector(term, model)
@@ -116,7 +117,7 @@ class FactorialNormal:
         y = self.target.read(state)[..., 0, 0]
         parts = []
         for m, (weight, chooser, k) in enumerate(self.components):
-            key = (id(state), state.versions.get(weight.name, 0), state.versions.get(chooser.name, 0))
+            key = version_key(state, (weight.name, chooser.name))
             if self._kept.get(m, (None,))[0] != key:
                 gamma = chooser.read(state)[..., 0, :k]
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
