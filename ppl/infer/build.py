@@ -23,6 +23,7 @@ from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.infer.factorial_levels import level_groups
+from ppl.infer.fused_latent_class import latent_class_kernel
 from ppl.infer.fused_mixture import mixture_kernel
 from ppl.infer.schedule.fused_lda import lda_kernel
 from ppl.infer.terms import elbo_terms
@@ -188,7 +189,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
                       schedule or model.schedule or ScheduleSpec(), analysis, tuple(local))
     problem.schedule = block_defaults(problem)
     problem.searched = searched
-    problem.kernel = mixture_kernel(problem) or lda_kernel(problem)
+    problem.kernel = mixture_kernel(problem) or latent_class_kernel(problem) or lda_kernel(problem)
     problem.levels = level_groups(problem)
     return problem
 

@@ -147,9 +147,10 @@ class FusedMixture:
         kl_group = float(np.sum((nat - self.eta_group) * moments)) - a_group + self.a_group
         self._elbo = (id(state), self._versions(state), float(log_z - kl_pi - kl_group))
 
-    def e_step(self, state) -> None:
+    def e_step(self, state, names) -> None:
         """q(z) from the current q(π) and q(group): the locals' E-step alone, which SQUAREM runs
-        after moving the globals (ppl.infer.schedule.steps.locals_from_globals)."""
+        after moving the globals (ppl.infer.schedule.steps.locals_from_globals; `names`, the locals
+        it refits, are z alone)."""
         if self.features is None:
             self._prepare(state)
         self._local_step(state, state.moments(self.pi).reshape(-1), state.moments(self.group))
@@ -176,7 +177,7 @@ class FusedMixture:
             nat, r = natural[lo:lo + rows], resp[lo:lo + rows]
             top, total = self.rowmax[:nat.shape[0]], self.rowsum[:nat.shape[0]]
             np.dot(self.features[lo:lo + rows], coef.T, out=nat)
-            _row_max(nat, top)
+            row_max(nat, top)
             np.subtract(nat, top[:, None], out=r)
             np.maximum(r, CLAMP, out=r)
             np.exp(r, out=r)
@@ -268,7 +269,7 @@ class FusedMixture:
         return {self.likelihood: fit, self.selection: float(np.dot(np.sum(r, axis=0), e_logpi)), self.z: entropy}
 
 
-def _row_max(a: np.ndarray, out: np.ndarray) -> None:
+def row_max(a: np.ndarray, out: np.ndarray) -> None:
     """Row maxima of an N × K array into `out`: column by column when K is small (np.max along a
     row of a few entries runs 5× slower at K = 5), along the rows otherwise."""
     if a.shape[1] > 16:

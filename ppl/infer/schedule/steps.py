@@ -59,11 +59,11 @@ def locals_from_globals(problem, state, names) -> None:
     the fused kernel's when it has one: a sweep from variables moved by an accelerator then reads
     these locals fitted to them, so the sweep is the map of the moved variables alone
     (ppl.infer.accelerate)."""
+    refitted = [n for n in problem.local if n in names]
     if getattr(problem.kernel, "e_step", None) is not None:
-        problem.kernel.e_step(state)
+        problem.kernel.e_step(state, refitted)
     else:
-        fit_locals(problem, state, [n for n in problem.local if n in names], problem.inner,
-                   problem.schedule.local_tol, estep=problem.schedule.estep)
+        fit_locals(problem, state, refitted, problem.inner, problem.schedule.local_tol, estep=problem.schedule.estep)
 
 
 def random_start(problem, state, rng) -> None:
