@@ -511,3 +511,25 @@ def test_families_are_frozen():
     assert MvNormal(2) == MvNormal(2) and hash(Gamma()) == hash(Gamma())
     with pytest.raises(ValueError):
         Binomial(BIN_TRIALS).trials[0, 0] = 3
+
+
+def test_mvnormal_moments_reuse_the_factor_valid_found_for_the_same_array():
+    """An update checks its new λ (`valid`) and the state's moments then factor the same Λ: the
+    factor `valid` kept gives the moments and entropy of a fresh factorisation to the bit, serves
+    that very array only, and is dropped with it."""
+    from ppl.families import mvnormal
+    fam = MvNormal(3)
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(3, 3))
+    nat = fam.natural(mean=rng.normal(size=3), precision=a @ a.T + 3 * np.eye(3))[None]
+    moments, entropy = fam.moments_and_entropy(nat.copy())
+    assert fam.valid(nat).all()
+    assert mvnormal._factor_of(nat) is not None and mvnormal._factor_of(nat.copy()) is None
+    kept_moments, kept_entropy = fam.moments_and_entropy(nat)
+    np.testing.assert_array_equal(kept_moments, moments)
+    np.testing.assert_array_equal(kept_entropy, entropy)
+    other = fam.natural(mean=np.zeros(3), precision=2 * np.eye(3) + 0.5)[None]  # not the kept array
+    np.testing.assert_allclose(fam.moments_and_entropy(other)[0][0, 3:].reshape(3, 3),
+                               np.linalg.inv(2 * np.eye(3) + 0.5), rtol=1e-12)
+    del nat
+    assert mvnormal._factored is mvnormal._NOTHING

@@ -123,8 +123,20 @@ def test_the_combination_never_counts_more_groups_than_there_are():
     columns = rng.integers(-2, 3, (4, 500)).astype(float)
     columns[0, columns[0] == 0] = -0.0
     distinct = len(np.unique(columns.T, axis=0))
-    assert not repeated._distinct_at_least(columns, distinct)
-    assert repeated._distinct_at_least(np.eye(40), 20)
+    assert not repeated._distinct_at_least([columns], distinct)
+    assert repeated._distinct_at_least([np.eye(40)], 20)
+
+
+def test_the_combination_is_taken_input_by_input_without_joining_them():
+    """The inputs are combined one product each (no N × D copy of `X`), however the columns are
+    split into inputs: never more combinations than distinct rows, and distinct one-hot rows are
+    told apart."""
+    rng = np.random.default_rng(7)
+    columns = rng.integers(-2, 3, (5, 300)).astype(float)
+    distinct = len(np.unique(columns.T, axis=0))
+    for split in ([columns[:1], columns[1:]], [columns[:2], columns[2:3], columns[3:]]):
+        assert not repeated._distinct_at_least(split, distinct)
+    assert repeated._distinct_at_least([np.eye(40)[:15], np.eye(40)[15:]], 39)
 
 
 def test_a_likelihood_in_closed_form_is_not_grouped():

@@ -37,6 +37,7 @@ __all__ = [
     "chol_inverse",
     "cho_solve",
     "is_positive_definite",
+    "positive_definite_factor",
     "as_trials",
     "leading",
     "qs_column",
@@ -155,8 +156,7 @@ def chol_inverse(m: np.ndarray) -> np.ndarray:
 
 def inverse_of_factor(chol: np.ndarray) -> np.ndarray:
     """`chol_inverse` from the lower Cholesky factors L of the matrices, when they are at hand."""
-    eye = np.eye(chol.shape[-1])
-    linv = np.linalg.solve(chol, eye if chol.ndim == 2 else np.broadcast_to(eye, chol.shape))
+    linv = np.linalg.inv(chol)  # LAPACK's gesv on the identity, as a solve against it: the same numbers, fewer calls
     return symmetrize(linv.swapaxes(-1, -2) @ linv)
 
 
@@ -174,17 +174,23 @@ def is_positive_definite(m: np.ndarray) -> np.ndarray:
     relative to the largest (a condition number past 1e13 defeats the Cholesky factor that
     every use of the matrix needs, so it is not PD in floating point).
     """
+    return positive_definite_factor(m)[0]
+
+
+def positive_definite_factor(m: np.ndarray) -> tuple:
+    """(`is_positive_definite`, the Cholesky factors of the symmetric part when every matrix is
+    finite and PD, else None): a caller that goes on to factor the same matrices keeps them."""
     m = np.asarray(m, dtype=float)
     finite = np.isfinite(m).all(axis=(-2, -1))
     safe = symmetrize(m)
     if not finite.all():  # the identity in place of a matrix that is not finite
         safe = np.where(finite[..., None, None], safe, np.eye(m.shape[-1]))
     try:
-        np.linalg.cholesky(safe)
-        return finite
+        chol = np.linalg.cholesky(safe)
+        return finite, (chol if finite.all() else None)
     except np.linalg.LinAlgError:
         eigenvalues = np.linalg.eigvalsh(safe)
-        return finite & (eigenvalues[..., 0] > 1e-13 * np.abs(eigenvalues[..., -1]))
+        return finite & (eigenvalues[..., 0] > 1e-13 * np.abs(eigenvalues[..., -1])), None
 
 
 def as_trials(trials, owner: str) -> np.ndarray:

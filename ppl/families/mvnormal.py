@@ -10,6 +10,7 @@ and ∂A/∂λ equals the flat E[t(x)] entry by entry (including off-diagonals):
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar
@@ -25,13 +26,17 @@ from .base import (
     cholesky,
     diagonal_of,
     inverse_of_factor,
-    is_positive_definite,
     leading,
+    positive_definite_factor,
     require_count,
     symmetrize,
 )
 
 _LOG_2PI = np.log(2.0 * np.pi)
+_NOTHING = (lambda: None, None)
+# (weak reference to the λ `valid` last factored, the Cholesky factors of its Λ): an update checks
+# its new λ and the state's moments then factor the same Λ (λ arrays are replaced, never written)
+_factored = _NOTHING
 
 
 @dataclass(frozen=True)
@@ -89,14 +94,15 @@ class MvNormal(ExponentialFamily):
         (a prior N(m, diag)) is inverted as such, O(D²) instead of O(D³)."""
         return self._mean_cov(*self._split(nat))[:2]
 
-    def _mean_cov(self, h, prec) -> tuple:
-        """`mean_cov` of (Λm, Λ), with the Cholesky factor of Λ (None for a diagonal Λ)."""
+    def _mean_cov(self, h, prec, chol=None) -> tuple:
+        """`mean_cov` of (Λm, Λ), with the Cholesky factor of Λ (None for a diagonal Λ); `chol`:
+        that factor when the caller has it."""
         diagonal = diagonal_of(prec)
         if diagonal is not None and np.all(diagonal > 0):
             chol, cov = None, np.zeros_like(prec)
             np.einsum("...ii->...i", cov)[...] = 1.0 / diagonal
         else:
-            chol = cholesky(prec)
+            chol = cholesky(prec) if chol is None else chol
             cov = inverse_of_factor(chol)
         return np.einsum("...ij,...j->...i", cov, h), cov, chol
 
@@ -116,7 +122,7 @@ class MvNormal(ExponentialFamily):
         """(`to_mean`, `entropy`) from one Cholesky factor of Λ, which a state needs both of each sweep;
         the entropy None for a diagonal Λ, whose moments factor nothing."""
         h, prec = self._split(nat)
-        m, cov, chol = self._mean_cov(h, prec)
+        m, cov, chol = self._mean_cov(h, prec, _factor_of(nat))
         return self._second_moments(m, cov), None if chol is None else self._entropy_of_factor(chol)
 
     def to_natural(self, mean) -> np.ndarray:
@@ -162,7 +168,26 @@ class MvNormal(ExponentialFamily):
         return Marginal("normal", self.mean(nat), self.sd(nat))
 
     def valid(self, nat) -> np.ndarray:
+        """Finite and Λ positive definite; the Cholesky factors of a valid Λ are kept for
+        `moments_and_entropy` of the same λ (`_factor_of`)."""
+        global _factored
         nat = np.asarray(nat, float)
         _, prec = self._split(nat)
-        return np.isfinite(nat).all(axis=-1) & is_positive_definite(prec)
+        positive, chol = positive_definite_factor(prec)  # of Λ's symmetric part: Λ itself, to the bit (`_split`)
+        if chol is not None:
+            _factored = (weakref.ref(nat, _forget), chol)
+        return np.isfinite(nat).all(axis=-1) & positive
+
+
+def _factor_of(nat):
+    """The Cholesky factors of Λ that `valid` found for this very λ (the same array), or None."""
+    ref, chol = _factored
+    return chol if ref() is nat else None
+
+
+def _forget(ref) -> None:
+    """Drop the kept factors once their λ is gone."""
+    global _factored
+    if _factored[0] is ref:
+        _factored = _NOTHING
 

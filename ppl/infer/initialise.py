@@ -50,8 +50,9 @@ def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
     latent = [n for n in problem.latent if n not in skip]
     for name in latent:
         family = problem.families[name]
-        if name in problem.low_rank:  # N(0, I) held in data space: no D × D array
-            state.set(name, GaussianSum(Diagonal(np.zeros(family.dim), np.ones(family.dim))).solve(family))
+        if name in problem.low_rank:  # N(0, I) held in data space: no D × D array; none when `_start` sets it
+            if not any(f.target.name == name for f in problem.neighbours[name]):
+                state.set(name, GaussianSum(Diagonal(np.zeros(family.dim), np.ones(family.dim))).solve(family))
             continue
         size = int(np.prod(problem.shapes[name], dtype=np.int64))
         state.set(name, np.broadcast_to(_NEUTRAL[family.name](family), (size, family.size)).copy())

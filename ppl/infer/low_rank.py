@@ -170,6 +170,11 @@ class DiagonalPrior:
             self.rows_squared = None
         return self.gram, self.rows_mean
 
+    @functools.cached_property
+    def sd(self) -> np.ndarray:
+        """P₀^-½, the prior's sds: the bound on q's that the stopping rule reads each sweep."""
+        return np.sqrt(1.0 / self.p)
+
     def squares(self, rows: np.ndarray) -> np.ndarray:
         """R ∘ R of the rows of the last solve (`on`), formed once per rows array."""
         self.on(rows)
@@ -251,15 +256,16 @@ class KernelGaussian:
         every sd: 1/Λ_dd ≤ Var(w_d) ≤ 1/P_d (Λ_dd = P_d + Σ_n τ_n R_nd², O(ND)) bound each ratio,
         and only the elements whose upper bound reaches the largest lower bound need their exact
         variance (the stopping rule's mean-change test, once per sweep near convergence)."""
-        shift = np.abs(self.mean - before)
-        floor_sd = floor * (1.0 + np.abs(self.mean))
+        mean = self.mean
+        shift = np.abs(mean - before)
+        floor_sd = floor * (1.0 + np.abs(mean))
         diagonal = self.p + self.tau @ self.prior.squares(self.rows) if len(self.tau) else self.p
         high = shift / np.maximum(np.sqrt(1.0 / diagonal), floor_sd)
-        low = shift / np.maximum(np.sqrt(1.0 / self.p), floor_sd)
-        with np.errstate(invalid="ignore"):
-            columns = np.flatnonzero(high >= np.nanmax(low, initial=0.0))
+        low = shift / np.maximum(self.prior.sd if self.scale == 1.0 else np.sqrt(1.0 / self.p), floor_sd)
+        with np.errstate(invalid="ignore"):  # np.fmax.reduce: np.nanmax's maximum without its wrapper
+            columns = np.flatnonzero(high >= np.fmax.reduce(low, initial=0.0))
             sd = np.sqrt(np.maximum(self.var_at(columns), 0.0))
-            return float(np.nanmax(shift[columns] / np.maximum(sd, floor_sd[columns]), initial=0.0))
+            return float(np.fmax.reduce(shift[columns] / np.maximum(sd, floor_sd[columns]), initial=0.0))
 
     @property
     def sd(self) -> np.ndarray:

@@ -48,7 +48,7 @@ def find_repeats(form: LinearForm, y, n) -> Repeats | None:
     size = int(np.prod(shape))
     inputs = [_rows(term.coef, shape, vector=term.contract) for term in form.terms]
     inputs += [_rows(a, shape) for a in [form.offset, y, n] + [access.index for access in form.reads()]]
-    if _distinct_at_least(np.concatenate(inputs), WORTHWHILE * size):
+    if _distinct_at_least(inputs, WORTHWHILE * size):
         return None
     group = np.zeros(size, dtype=np.int64)
     for column in (column for columns in inputs for column in columns):
@@ -65,16 +65,21 @@ def find_repeats(form: LinearForm, y, n) -> Repeats | None:
 def _rows(a, shape: tuple, vector: bool = False) -> np.ndarray:
     """`a` broadcast to the margin's `shape` as columns (1 or D, rows); `vector`: a trailing D axis."""
     a = np.asarray(a, dtype=float)
+    full = shape + a.shape[-1:] if vector else shape
+    a = a if a.shape == full else np.broadcast_to(a, full)  # (np.broadcast_to: a dozen Python calls)
     if not vector:
-        return np.broadcast_to(a, shape).reshape(1, -1)
-    a = np.broadcast_to(a, shape + a.shape[-1:])
-    return np.moveaxis(a, -1, 0).reshape(a.shape[-1], -1)
+        return a.reshape(1, -1)
+    return a.transpose((a.ndim - 1,) + tuple(range(a.ndim - 1))).reshape(a.shape[-1], -1)  # np.moveaxis(a, -1, 0)
 
 
-def _distinct_at_least(columns: np.ndarray, bound: float) -> bool:
-    """Whether the rows (columns of `columns`) have more than `bound` distinct values of one fixed
+def _distinct_at_least(inputs: list, bound: float) -> bool:
+    """Whether the rows (columns of the `inputs`) have more than `bound` distinct values of one fixed
     combination of the inputs: equal rows combine equally, so the groups are at least as many, and
-    one sort settles what the refinement column by column would (a GP's one-hot rows: 20 columns of
-    40 before it gave up)."""
-    weights = 1.0 / np.arange(2.0, columns.shape[0] + 2.0)
-    return len(np.unique(weights @ columns)) > bound
+    one product per input settles what the refinement column by column would (a GP's one-hot rows: 20
+    columns of 40 before it gave up), with no copy of the inputs (X's N × D for `X @ w`)."""
+    weights = 1.0 / np.arange(2.0, sum(len(columns) for columns in inputs) + 2.0)
+    combined, start = 0.0, 0
+    for columns in inputs:
+        combined = combined + weights[start:start + len(columns)] @ columns
+        start += len(columns)
+    return len(np.unique(combined)) > bound
