@@ -135,11 +135,11 @@ class Model:
         accelerate : bool or str, optional
             SQUAREM extrapolation of the natural parameters, kept only when the ELBO does not
             fall (laplace, delta: when the fixed-point residual does not grow, their objective
-            not being a bound). Default: on for the deterministic rules, but no extrapolation
-            while a Gaussian is solved in data space (Woodbury); True or ``"squarem"``: always;
+            not being a bound). Default: on for the deterministic rules (a Gaussian solved in data
+            space, Woodbury, is extrapolated on its sites); True or ``"squarem"``: always;
             ``"anderson"``: Anderson acceleration with the same safeguards instead (fewer sweeps
-            on some models, more on others: docs/rules/vmp.md#anderson); False: off (and on a
-            cluster).
+            on some models, more on others: docs/rules/vmp.md#anderson; not on a Gaussian held in
+            data space); False: off (and on a cluster).
         gaussian_block : str, optional
             ``"all"``: one joint Gaussian q over every Normal and MvNormal latent (mean field when
             the block would be too large); ``"none"``: mean field; ``"mu,a,b"``: those
