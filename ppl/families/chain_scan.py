@@ -9,11 +9,13 @@ once, one batched product a step; the block products are combined by Hillis–St
 (log₂ of the number of blocks batched products), and one last product gives every message. The
 backward messages are the prefix products of the transposed matrices in reverse order, held
 beside the forward ones so that one product serves both. Every product is divided by its sum,
-so no number shrinks faster than in the step-by-step recursions; all are ≥ 0, so each message
-is accurate to a few ulps per product it went through (about 1e-15 relative at a few hundred
-steps, against the step-by-step recursions). The normalisers are then those of the step-by-step
-recursions at the messages found, c_t = Σ (â_{t−1} W_t) ∘ e_t, and b̂_t is scaled so that
-Σ â_t b̂_t = 1.
+so none underflows as a whole; all numbers are ≥ 0, so each message is accurate to a few ulps
+per product it went through (about 1e-15 relative at a few hundred steps, against the
+step-by-step recursions). An entry of a product can still round to 0 where the step-by-step
+recursions keep the path through it; then the messages break the one-step recursion there,
+which the caller checks (forward_backward._consistent). The normalisers are those of the
+step-by-step recursions at the messages found, c_t = Σ (â_{t−1} W_t) ∘ e_t, and b̂_t is scaled
+so that Σ â_t b̂_t = 1.
 """
 
 from __future__ import annotations
