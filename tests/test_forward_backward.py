@@ -167,9 +167,14 @@ def test_a_chain_is_solved_alike_alone_and_next_to_longer_ones():
 
 @pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("length", [2, 9, 700])
-def test_blocked_products_on_one_chain_agree_with_the_step_by_step_recursions(length, shared, monkeypatch):
-    """One chain alone runs `chain_scan` (blocks, doublings); beside a second chain the same
+@pytest.mark.parametrize("bound", [0.0, fb.chain_scan.BOUND])
+def test_blocked_products_on_one_chain_agree_with_the_step_by_step_recursions(length, shared, bound, monkeypatch):
+    """One chain alone runs `chain_scan` (blocks, doublings), its products inside a block divided
+    by their sums at every step (`BOUND` 0) or at the block's end; beside a second chain the same
     potentials run step by step (`_many_chains`): marginals to 1e-14, log Z to 1e-14 relative."""
+    monkeypatch.setattr(fb.chain_scan, "BOUND", bound)
+    spans = []
+    monkeypatch.setattr(fb.chain_scan, "scan", lambda *a, run=fb.chain_scan.scan: spans.append(a[3]) or run(*a))
     blocked = []
     monkeypatch.setattr(fb, "_blocked", lambda *a, run=fb._blocked: blocked.append(1) or run(*a))
     rng = np.random.default_rng(12)
@@ -177,7 +182,7 @@ def test_blocked_products_on_one_chain_agree_with_the_step_by_step_recursions(le
     mean, log_z = fb.forward_backward(nat, K, family._chains)
     assert not blocked
     alone, alone_z = fb.forward_backward(nat[:length], K, fb.Chains.of([length]))
-    assert blocked
+    assert blocked and spans[0] < 60  # every weight > 0: the products are divided once a block
     np.testing.assert_allclose(alone, mean[:length], rtol=0, atol=1e-14)
     assert abs(alone_z[0] - log_z[0]) <= 1e-14 * abs(log_z[0])
 

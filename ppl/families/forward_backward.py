@@ -145,7 +145,8 @@ def forward_backward(nat: np.ndarray, k: int, chains: Chains):
         width = -float(np.min(local, where=local > -np.inf, initial=0.0))  # the largest spread of a row's finite u_t
         if width + spread <= SPREAD:  # else exp(u − max u) exp(P − max P) could round to 0 where it matters
             np.exp(local, out=local)
-            messages = (_many_chains if buffers.scan is None else _blocked)(local, weights, chains, buffers)
+            messages = (_many_chains(local, weights, chains, buffers) if buffers.scan is None
+                        else _blocked(local, weights, buffers, width + spread))
             if messages is not None:
                 mean, log_z = _scaled_moments(*messages, local, weights, peak, top, chains, buffers.rows)
                 if _normalised(mean, chains) and (buffers.scan is None or _consistent(mean, k)):
@@ -189,9 +190,11 @@ def _many_chains(local, weights, chains, buffers):
     return alpha, beta, norm
 
 
-def _blocked(local, weights, chains, buffers):
-    """(â, b̂, c) of one chain as `_many_chains` gives them, (L, 1, ·), by `chain_scan.scan`."""
-    messages = chain_scan.scan(local, weights, buffers.scan)
+def _blocked(local, weights, buffers, span):
+    """(â, b̂, c) of one chain as `_many_chains` gives them, (L, 1, ·), by `chain_scan.scan`; every
+    entry of W_t ∘ e_tᵀ is at least e^−span unless some are 0."""
+    positive = local.min() > 0 and weights.min() > 0
+    messages = chain_scan.scan(local, weights, buffers.scan, span if positive else np.inf)
     return None if messages is None else tuple(x[:, None] for x in messages)
 
 
