@@ -62,8 +62,8 @@ def scan(local: np.ndarray, stepped: np.ndarray, b: Scan, span: float = np.inf):
     number (an underflow): `local` e_t (L, K), `stepped` the shared W (K, K) or W_t (L, K, K),
     `span` a bound on −log of every entry of every A_t (∞ if some are 0). A product of m of them
     (and the first, â_0 or 1 folded in) then has every entry in [e^(−(m + 1) span) / K, K^m]:
-    while (block length + 1) span ≤ `BOUND` the products inside a block are divided by their
-    sums once, at its end (dividing changes no number but its scale: 15% of the time saved)."""
+    while (block length + 1)(span + log K) ≤ `BOUND` the products inside a block are divided by
+    their sums once, at its end (dividing changes no number but its scale: 15% of the time)."""
     steps, k = local.shape
     moves, mats, matmul = b.moves, b.mats, np.matmul
     np.multiply(stepped[1:] if stepped.ndim == 3 else stepped, local[1:, None, :], out=moves[:steps - 1])
@@ -72,7 +72,7 @@ def scan(local: np.ndarray, stepped: np.ndarray, b: Scan, span: float = np.inf):
     first = local[0] / (local[0] @ b.ones)
     mats[0, 0, 0] = first @ mats[0, 0, 0]  # every row â_0 A_1: the rows of each product are â's
     mats[1, 0, 0] = mats[1, 0, 0].sum(axis=0)  # every row 1ᵀ A_{L−1}ᵀ: those of each product b̂'s
-    bounded = (b.length + 1) * span <= BOUND
+    bounded = (b.length + 1) * (span + np.log(k)) <= BOUND
     for i in range(1, b.length):
         matmul(mats[:, i - 1], mats[:, i], mats[:, i])
         if not bounded:
