@@ -16,7 +16,7 @@ the longest chain. The recursions keep their buffers and each step's views for t
 call when they are small (`_Buffers`, `KEEP_BYTES`), since taking a step's views costs about as
 much as its numpy calls. One chain alone runs no loop over its steps: its messages come from
 blocked prefix products (`chain_scan`, a few tens of numpy calls where the recursions make three
-or four a step: 1.6× faster at 300 steps, 2.8× at 5000, even at 80, 1.4× slower at 30). They
+or four a step: 1.7× faster at 300 steps, 2.7× at 5000, even at 80, 1.3× slower at 30). They
 agree with the recursions to about 1e-15, and a result whose pairwise marginals do not sum to its
 marginals (`_consistent`) is redone.
 Each step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1 with one of them 1, and
