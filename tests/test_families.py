@@ -533,3 +533,26 @@ def test_mvnormal_moments_reuse_the_factor_valid_found_for_the_same_array():
                                np.linalg.inv(2 * np.eye(3) + 0.5), rtol=1e-12)
     del nat
     assert mvnormal._factored is mvnormal._NOTHING
+
+
+def test_normal_gamma_factor_and_inverse_are_the_general_ones_bit_for_bit():
+    """NormalWishart(1) factors and inverts its 1 × 1 scales as √m and (1/√m)², the operations
+    LAPACK makes there: the same bits as np.linalg.cholesky and chol_inverse over 300 orders of
+    magnitude, and the same LinAlgError where an m ≤ 0. Its moments and entropy taken together
+    are those taken apart."""
+    from ppl.families import NormalWishart, normal_wishart
+    from ppl.families.base import chol_inverse
+    for d in (1, 2):
+        family = NormalWishart(d)
+        nat = family.natural(mean=np.arange(d) + 1.0, beta=np.array([2.0, 30.0]), dof=np.array([d + 3.0, 50.0]),
+                             scale=np.eye(d) * 0.4)
+        mean, entropy = family.moments_and_entropy(nat)
+        np.testing.assert_array_equal(mean, family.to_mean(nat))
+        np.testing.assert_array_equal(entropy, family.entropy(nat))
+    m = np.exp(np.random.default_rng(14).uniform(-300, 300, size=(10000, 1, 1)))
+    np.testing.assert_array_equal(normal_wishart._factor(m), np.linalg.cholesky(m))
+    np.testing.assert_array_equal(normal_wishart._inverse(m), chol_inverse(m))
+    for bad in ([[[0.0]]], [[[2.0]], [[-1.0]]]):
+        for factor in (normal_wishart._factor, np.linalg.cholesky):
+            with pytest.raises(np.linalg.LinAlgError):
+                factor(np.array(bad))

@@ -53,7 +53,8 @@ def each_sequence(family, nat):
         start += length
 
 
-# several chains; one (its own recursions), its views taken all at once or two steps at a time
+# several chains and one, by blocked products (`chain_scan`) or step by step (`_many_chains`, its
+# views taken all at once or two steps at a time)
 @pytest.mark.parametrize("lengths, chunk", [(LENGTHS, fb.CHUNK), ((6,), fb.CHUNK), ((6,), 2)])
 @pytest.mark.parametrize("shared", [False, True])
 def test_marginals_pairwise_and_log_z_equal_enumeration(shared, lengths, chunk, monkeypatch):
@@ -164,6 +165,49 @@ def test_a_chain_is_solved_alike_alone_and_next_to_longer_ones():
         assert abs(log_z[s] - alone_z[0]) < 1e-12
 
 
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("length", [2, 9, 700])
+@pytest.mark.parametrize("bound", [0.0, fb.chain_scan.BOUND])
+def test_blocked_products_on_one_chain_agree_with_the_step_by_step_recursions(length, shared, bound, monkeypatch):
+    """One chain alone runs `chain_scan` (blocks, doublings), its products inside a block divided
+    by their sums at every step (`BOUND` 0) or at the block's end; beside a second chain the same
+    potentials run step by step (`_many_chains`): marginals to 1e-14, log Z to 1e-14 relative."""
+    monkeypatch.setattr(fb.chain_scan, "BOUND", bound)
+    spans = []
+    monkeypatch.setattr(fb.chain_scan, "scan", lambda *a, run=fb.chain_scan.scan: spans.append(a[3]) or run(*a))
+    blocked = []
+    monkeypatch.setattr(fb, "_blocked", lambda *a, run=fb._blocked: blocked.append(1) or run(*a))
+    rng = np.random.default_rng(12)
+    family, nat = random_natural((length, 3), rng, scale=4.0, shared=shared)
+    mean, log_z = fb.forward_backward(nat, K, family._chains)
+    assert not blocked
+    alone, alone_z = fb.forward_backward(nat[:length], K, fb.Chains.of([length]))
+    assert blocked and spans[0] < 60  # every weight > 0: the products are divided once a block
+    np.testing.assert_allclose(alone, mean[:length], rtol=0, atol=1e-14)
+    assert abs(alone_z[0] - log_z[0]) <= 1e-14 * abs(log_z[0])
+
+
+def test_a_blocked_pass_that_breaks_the_recursion_is_redone(monkeypatch):
+    """A blocked pass whose forward message at one step is off by 1e-10 (as a product that lost a
+    path would leave it) still sums to 1 everywhere; `_consistent` sees its pairwise marginals
+    disagree with its marginals, and the log-domain pass gives the answer."""
+    calls = []
+    real, scan = fb._log_forward_backward, fb.chain_scan.scan
+
+    def off(*args):
+        alpha, beta, norm = scan(*args)
+        alpha[5] += np.array([1e-10, -1e-10, 0.0])
+        return alpha, beta, norm
+
+    monkeypatch.setattr(fb, "_log_forward_backward", lambda *a: calls.append(1) or real(*a))
+    family, nat = random_natural((9,), np.random.default_rng(13), shared=True)
+    exact = fb._log_forward_backward(np.asarray(nat, float), K, family._chains)
+    monkeypatch.setattr(fb.chain_scan, "scan", off)
+    mean, log_z = family._solve(nat)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(mean, exact[0])
+
+
 def test_evidence_against_transitions_beyond_e700_falls_back_to_log_sum_exp(monkeypatch):
     """A step where every path has weight below e^-700 underflows the scaled recursion; the
     log-sum-exp recursion takes over and still equals enumeration."""
@@ -200,17 +244,16 @@ def test_a_path_through_weights_below_e_minus_745_is_kept():
     assert mean[1, 0] > 0.999
 
 
-@pytest.mark.parametrize("lengths", [(3,), (3, 2)])
-def test_a_normaliser_that_underflows_within_the_spread_falls_back_to_log_sum_exp(lengths, monkeypatch):
+@pytest.mark.parametrize("lengths, name", [((3,), "_blocked"), ((3, 2), "_many_chains")])
+def test_a_normaliser_that_underflows_within_the_spread_falls_back_to_log_sum_exp(lengths, name, monkeypatch):
     """Potentials that span exactly `SPREAD` nats, so the scaled pass runs: state 0 has no
     successor, and the path 1, 1 carries e^-1400, which rounds to 0, so step 3's normaliser is 0.
-    Alone (`_one_chain`) or beside a second chain (`_many_chains`) the pass is redone in the log
-    domain and equals enumeration."""
+    Alone (blocked products, `_blocked`) or beside a second chain (step by step, `_many_chains`)
+    the pass is redone in the log domain and equals enumeration."""
     calls, scaled = [], []
     real = fb._log_forward_backward
     monkeypatch.setattr(fb, "_log_forward_backward", lambda *a: calls.append(1) or real(*a))
-    for name in ("_one_chain", "_many_chains"):
-        monkeypatch.setattr(fb, name, lambda *a, run=getattr(fb, name): scaled.append(run(*a)) or scaled[-1])
+    monkeypatch.setattr(fb, name, lambda *a, run=getattr(fb, name): scaled.append(run(*a)) or scaled[-1])
     family = CategoricalChain(K, lengths)
     unary = np.full((sum(lengths), K), -np.inf)
     unary[:, :2] = [0.0, -fb.SPREAD]
