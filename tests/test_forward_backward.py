@@ -165,10 +165,30 @@ def test_a_chain_is_solved_alike_alone_and_next_to_longer_ones():
         assert abs(log_z[s] - alone_z[0]) < 1e-12
 
 
+@pytest.fixture
+def short_chains_blocked(monkeypatch):
+    """The blocked pass on a chain of any length (by default it takes 80 steps or more: `pays`)."""
+    monkeypatch.setattr(fb.chain_scan, "FEWEST_STEPS", 2)
+
+
+@pytest.mark.parametrize("steps, k, blocked", [(80, 3, True), (79, 3, False), (1000, 10, True), (1000, 11, False)])
+def test_one_chain_takes_the_blocked_pass_where_it_pays(steps, k, blocked, monkeypatch):
+    """A chain alone runs the blocked products from 80 steps and up to 10 states (their K³ a step
+    outgrows the recursions' K² beyond), the step-by-step recursions otherwise."""
+    calls = []
+    monkeypatch.setattr(fb, "_blocked", lambda *a, run=fb._blocked: calls.append(1) or run(*a))
+    rng = np.random.default_rng(15)
+    nat = np.concatenate([rng.normal(size=(steps, k)), np.tile(rng.normal(size=k * k), (steps, 1))], axis=1)
+    mean, _ = fb.forward_backward(nat, k, fb.Chains.of([steps]))
+    assert bool(calls) is blocked
+    np.testing.assert_allclose(mean[:, :k].sum(axis=1), 1.0, rtol=0, atol=1e-14)
+
+
 @pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("length", [2, 9, 700])
 @pytest.mark.parametrize("bound", [0.0, fb.chain_scan.BOUND])
-def test_blocked_products_on_one_chain_agree_with_the_step_by_step_recursions(length, shared, bound, monkeypatch):
+def test_blocked_products_on_one_chain_agree_with_the_step_by_step_recursions(length, shared, bound, monkeypatch,
+                                                                              short_chains_blocked):
     """One chain alone runs `chain_scan` (blocks, doublings), its products inside a block divided
     by their sums at every step (`BOUND` 0) or at the block's end; beside a second chain the same
     potentials run step by step (`_many_chains`): marginals to 1e-14, log Z to 1e-14 relative."""
@@ -187,7 +207,7 @@ def test_blocked_products_on_one_chain_agree_with_the_step_by_step_recursions(le
     assert abs(alone_z[0] - log_z[0]) <= 1e-14 * abs(log_z[0])
 
 
-def test_a_blocked_pass_that_breaks_the_recursion_is_redone(monkeypatch):
+def test_a_blocked_pass_that_breaks_the_recursion_is_redone(monkeypatch, short_chains_blocked):
     """A blocked pass whose forward message at one step is off by 1e-10 (as a product that lost a
     path would leave it) still sums to 1 everywhere; `_consistent` sees its pairwise marginals
     disagree with its marginals, and the log-domain pass gives the answer."""
@@ -245,7 +265,8 @@ def test_a_path_through_weights_below_e_minus_745_is_kept():
 
 
 @pytest.mark.parametrize("lengths, name", [((3,), "_blocked"), ((3, 2), "_many_chains")])
-def test_a_normaliser_that_underflows_within_the_spread_falls_back_to_log_sum_exp(lengths, name, monkeypatch):
+def test_a_normaliser_that_underflows_within_the_spread_falls_back_to_log_sum_exp(lengths, name, monkeypatch,
+                                                                                 short_chains_blocked):
     """Potentials that span exactly `SPREAD` nats, so the scaled pass runs: state 0 has no
     successor, and the path 1, 1 carries e^-1400, which rounds to 0, so step 3's normaliser is 0.
     Alone (blocked products, `_blocked`) or beside a second chain (step by step, `_many_chains`)
