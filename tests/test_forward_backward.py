@@ -167,13 +167,13 @@ def test_a_chain_is_solved_alike_alone_and_next_to_longer_ones():
 
 @pytest.fixture
 def short_chains_blocked(monkeypatch):
-    """The blocked pass on a chain of any length (by default it takes 80 steps or more: `pays`)."""
+    """The blocked pass on a chain of any length (by default it takes 32 steps or more: `pays`)."""
     monkeypatch.setattr(fb.chain_scan, "FEWEST_STEPS", 2)
 
 
-@pytest.mark.parametrize("steps, k, blocked", [(80, 3, True), (79, 3, False), (1000, 10, True), (1000, 11, False)])
+@pytest.mark.parametrize("steps, k, blocked", [(32, 3, True), (31, 3, False), (200, 12, True), (200, 13, False)])
 def test_one_chain_takes_the_blocked_pass_where_it_pays(steps, k, blocked, monkeypatch):
-    """A chain alone runs the blocked products from 80 steps and up to 10 states (their K³ a step
+    """A chain alone runs the blocked products from 32 steps and up to 12 states (their K³ a step
     outgrows the recursions' K² beyond), the step-by-step recursions otherwise."""
     calls = []
     monkeypatch.setattr(fb, "_blocked", lambda *a, run=fb._blocked: calls.append(1) or run(*a))

@@ -23,16 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 SHORTEST, LONGEST = 2, 64  # the range of block lengths
-FEWEST_STEPS, MOST_STATES = 80, 10  # where the blocked pass is the cheaper one (`pays`)
+FEWEST_STEPS, MOST_STATES = 32, 12  # where the blocked pass is the cheaper one (`pays`)
 BOUND = 600.0  # nats by which the entries of a product inside a block may fall before it is divided by its sum
 
 
 def pays(steps: int, k: int) -> bool:
     """Whether the blocked pass costs less than the step-by-step recursions on one chain: its
     products are K × K by K × K (K³ a step against K²) and its fixed cost is a few tens of calls,
-    so it wins from about 80 steps and up to about 10 states (one BLAS thread: K = 2, 80 steps
-    0.13 against 0.14 ms; K = 12, 1000 steps 1.5 against 1.8; K = 20, 1000 steps 4.8 against
-    3.2; K = 50 57 against 21)."""
+    so it wins from about 32 steps and up to about 12 states (one BLAS thread, blocked against
+    the recursions: K = 2, 30 steps 0.10 against 0.12 ms; K = 12, 200 steps 0.42 against 0.58;
+    K = 16 even; K = 20, 200 steps 0.91 against 0.66; K = 24, 1000 steps 6.3 against 3.5)."""
     return steps >= FEWEST_STEPS and k <= MOST_STATES
 
 

@@ -14,10 +14,10 @@ the chains are laid out time-major, longest first (`Chains`), so step t is one m
 the n_t chains still running, a contiguous block, and the only Python loop is over the steps of
 the longest chain. The recursions keep their buffers and each step's views for the layout's next
 call when they are small (`_Buffers`, `KEEP_BYTES`), since taking a step's views costs about as
-much as its numpy calls. One chain alone of at least 80 steps and at most 10 states runs no loop
+much as its numpy calls. One chain alone of at least 32 steps and at most 12 states runs no loop
 over its steps: its messages come from blocked prefix products (`chain_scan`, a few tens of numpy
-calls where the recursions make three or four a step: 1.7× faster at 300 steps, 2.7× at 5000,
-even at 80; a shorter chain or more states take the recursions, `chain_scan.pays`). They
+calls where the recursions make three or four a step: 1.7× faster at 300 steps, 2.7× at 5000;
+a shorter chain or more states take the recursions, `chain_scan.pays`). They
 agree with the recursions to about 1e-15, and a result whose pairwise marginals do not sum to its
 marginals (`_consistent`) is redone.
 Each step multiplies exp(u_t − max u_t) and exp(P_t − max P_t), numbers ≤ 1 with one of them 1, and
