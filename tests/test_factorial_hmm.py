@@ -62,6 +62,26 @@ def test_message_to_a_chain_is_the_averaged_local_evidence():
     np.testing.assert_allclose(message, expected, rtol=1e-12, atol=1e-12)
 
 
+
+@pytest.mark.parametrize("k", [2, 3, 4, 7])
+def test_row_sums_are_numpys_to_the_bit(k):
+    """`_row_sum` adds the columns in order, as np.sum does over a short last axis."""
+    from ppl.infer.factors.factorial import _row_sum
+    x = np.random.default_rng(k).normal(size=(50, 2, k)) * 10.0 ** np.arange(-4, 4, 8 / k)
+    assert np.array_equal(_row_sum(x), np.sum(x, axis=-1))
+
+
+@pytest.mark.parametrize("index", [np.arange(6), np.array([2, 0, 1, 5, 4, 3]), np.array([0, 0, 1, 1, 2, 2])])
+def test_rows_scattered_in_order_or_not_sum_by_element(index):
+    """scatter_rows with its order tested once per read gives each element the sum of its rows."""
+    from ppl.infer.access import Access
+    access = Access("z", index.reshape(6, 1), int(index.max()) + 1)
+    rows = np.arange(18.0).reshape(6, 3)
+    expected = np.zeros((access.size, 3))
+    np.add.at(expected, index, rows)
+    for _ in range(2):  # the second call reads the kept order
+        np.testing.assert_array_equal(access.scatter_rows(rows), expected)
+
 def _factorised_sweep(problem, state, name, evidence):
     """One sequential pass of mean-field updates q(z_t) over t = 1..T with q(θ) and the other
     chain fixed: log q(z_t) = e_t + E[log π]·[t = 1] + γ_{t−1}ᵀE[log A] + E[log A]γ_{t+1}."""

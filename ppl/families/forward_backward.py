@@ -149,18 +149,19 @@ def forward_backward(nat: np.ndarray, k: int, chains: Chains):
             messages = (_many_chains(local, weights, chains, buffers) if buffers.scan is None
                         else _blocked(local, weights, buffers, width + spread))
             if messages is not None:
-                mean, log_z = _scaled_moments(*messages, local, weights, peak, top, chains, buffers.rows)
+                mean, log_z = _scaled_moments(*messages, local, weights, peak, top, chains)
                 if _normalised(mean, chains) and (buffers.scan is None or _consistent(mean, k)):
                     return mean, log_z
     return _log_forward_backward(nat, k, chains)
 
 
 def _many_chains(local, weights, chains, buffers):
-    """(â, b̂, c) time-major on the blocks of running chains, None if a normaliser underflowed:
-    â (L, S, K) each summing to 1, c (L, S) 1 past each chain's end (â unset there), b̂ 1 at each
-    chain's last step, b̂_t = W_{t+1} (e_{t+1} b̂_{t+1}) with e_{t+1} = exp(u − max u) / c_{t+1},
-    so that â_t b̂_t = q(z_t). A step on the n_t running chains: (n_t, K) × (K, K), the evidence,
-    the normaliser (a row sum as a product with ones, cheaper than a reduction over K) in place."""
+    """(â, b̂, c) in row order, (T, K), (T, K) and (T,) copies (in `buffers.rows`), None if a
+    normaliser underflowed. Found time-major on the blocks of running chains: â (L, S, K) each
+    summing to 1, c (L, S) 1 past each chain's end (â unset there), b̂ 1 at each chain's last step,
+    b̂_t = W_{t+1} (e_{t+1} b̂_{t+1}) with e_{t+1} = exp(u − max u) / c_{t+1}, so that
+    â_t b̂_t = q(z_t). A step on the n_t running chains: (n_t, K) × (K, K), the evidence, the
+    normaliser (a row sum as a product with ones, cheaper than a reduction over K) in place."""
     padded, alpha, norm, beta = buffers.local, buffers.alpha, buffers.norm, buffers.beta
     np.take(local, chains.index, axis=0, out=padded)
     stepped = _stepped(weights, chains)
@@ -188,15 +189,15 @@ def _many_chains(local, weights, chains, buffers):
                 dot(step, across, out)
             else:
                 np.matmul(stepped[t, :len(step)], step[:, :, None], out[:, :, None])
-    return alpha, beta, norm
+    return tuple(_rows(x, chains, out) for x, out in zip((alpha, beta, norm), buffers.rows))
 
 
 def _blocked(local, weights, buffers, span):
-    """(â, b̂, c) of one chain as `_many_chains` gives them, (L, 1, ·), by `chain_scan.scan`; every
-    entry of W_t ∘ e_tᵀ is at least e^−span unless some are 0."""
+    """(â, b̂, c) of one chain as `_many_chains` gives them, by `chain_scan.scan` (the scan's own
+    buffers, in row order already: no copies); every entry of W_t ∘ e_tᵀ is at least e^−span
+    unless some are 0."""
     positive = local.min() > 0 and weights.min() > 0
-    messages = chain_scan.scan(local, weights, buffers.scan, span if positive else np.inf)
-    return None if messages is None else tuple(x[:, None] for x in messages)
+    return chain_scan.scan(local, weights, buffers.scan, span if positive else np.inf)
 
 
 def _spans(steps: int) -> list:
@@ -215,11 +216,12 @@ class _Buffers:
         steps, s = chains.index.shape
         self.k, self.active = k, chains.active
         self.scan = chain_scan.Scan(steps, k) if s == 1 and chain_scan.pays(steps, k) else None
-        if self.scan is None:  # e_t time-major (then e_t / c_t), â_t, e_t b̂_t / c_t, c_t, b̂_t
+        rows, self.rows = len(chains.position), ()
+        if self.scan is None:  # e_t time-major (then e_t / c_t), â_t, e_t b̂_t / c_t, c_t, b̂_t; â, b̂, c in row order
             self.local, self.alpha, self.g = (np.empty((steps, s, k)) for _ in range(3))
             self.norm, self.beta = np.ones((steps, s)), np.ones((steps, s, k))
-        rows = len(chains.position)  # u − max u (then e), and â, b̂, c in row order
-        self.shifted, self.rows = np.empty((rows, k)), (np.empty((rows, k)), np.empty((rows, k)), np.empty(rows))
+            self.rows = (np.empty((rows, k)), np.empty((rows, k)), np.empty(rows))
+        self.shifted = np.empty((rows, k))  # u − max u, then e
         arrays = [a for a in vars(self).values() if isinstance(a, np.ndarray)] + list(self.rows)
         views = VIEW_BYTES * steps if self.scan is None else self.scan.nbytes
         self.kept = sum(a.nbytes for a in arrays) + views <= KEEP_BYTES
@@ -286,11 +288,10 @@ def _margins(k: int) -> np.ndarray:
     return margins
 
 
-def _scaled_moments(alpha, beta, norm, local, weights, peak, top, chains, rows):
-    """The moments and log Z from the scaled messages: q(z_t) = â_t b̂_t, ξ_t = â_{t−1} ⊗ W_t ⊗ e_t b̂_t;
-    `rows`: (T, K), (T, K) and (T,) buffers for the messages in row order."""
+def _scaled_moments(before, after, norm, local, weights, peak, top, chains):
+    """The moments and log Z from the scaled messages in row order: q(z_t) = â_t b̂_t,
+    ξ_t = â_{t−1} ⊗ W_t ⊗ e_t b̂_t; b̂ (`after`, a buffer of the pass) is overwritten."""
     k = local.shape[1]
-    before, after, norm = (_rows(x, chains, out) for x, out in zip((alpha, beta, norm), rows))
     mean = np.empty((len(before), k + k * k))
     np.multiply(before, after, out=mean[:, :k])
     after *= local

@@ -114,7 +114,13 @@ class Access:
         """rows plate + (S,), one per plate element (not per component) → (size, S)."""
         index = self.index[..., 0]
         rows = np.broadcast_to(rows, index.shape + rows.shape[-1:])
-        return sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size)
+        return sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size, self._rows_in_order)
+
+    @functools.cached_property
+    def _rows_in_order(self) -> bool:
+        """Whether the plate elements read elements 0..size−1 once each in order (`scatter_rows`)."""
+        index = self.index[..., 0].reshape(-1)
+        return len(index) == self.size and bool(np.array_equal(index, np.arange(self.size)))
 
 
 def sum_by_index(index: np.ndarray, values: np.ndarray, size: int, in_order: bool | None = None) -> np.ndarray:

@@ -18,6 +18,8 @@ chain m's own) and O(T K²) per chain in forward–backward: O(T M K²) in all.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ppl.graph.forms import inline
@@ -53,6 +55,12 @@ def is_factorial(factor, model) -> bool:
     chosen = {ast.text(s) for s in (_selector(t, model) for t in _terms(inline(factor.args["mean"], model.definitions)))
               if s is not None}
     return len(chosen) >= 2
+
+
+def _row_sum(x: np.ndarray) -> np.ndarray:
+    """Σ_k x[..., k], its columns added in order (what np.sum adds over a short last axis, to the
+    bit, in half the time: numpy's reduction over K = 2 to 4 numbers costs more than K − 1 adds)."""
+    return functools.reduce(np.add, np.moveaxis(x, -1, 0))
 
 
 class FactorialNormal:
@@ -122,7 +130,7 @@ class FactorialNormal:
                 gamma = chooser.read(state)[..., 0, :k]
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
                 w1, w2 = w[..., 0], w[..., 1]
-                self._kept[m] = key, (gamma, w1, w2, np.sum(gamma * w1, -1), np.sum(gamma * w2, -1))
+                self._kept[m] = key, (gamma, w1, w2, _row_sum(gamma * w1), _row_sum(gamma * w2))
             parts.append(self._kept[m][1])
         return y, parts
 
@@ -142,8 +150,9 @@ class FactorialNormal:
         return self.elbo(state), 0.0
 
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
-        total = 0.0
-        for access in self.reads.get(name, ()):
+        first, *others = self.reads[name]
+        total = self._message(state, first)
+        for access in others:
             total = total + self._message(state, access)
         return total
 
@@ -158,6 +167,8 @@ class FactorialNormal:
             if access is chooser:
                 return chooser.scatter_rows(prec * (w1 * own - 0.5 * w2))
             if access is weight:
-                message = np.stack(np.broadcast_arrays(prec * gamma * own, -0.5 * prec * gamma), axis=-1)
+                message = np.empty(gamma.shape + (2,))
+                np.multiply(prec * gamma, own, out=message[..., 0])
+                np.multiply(-0.5 * prec, gamma, out=message[..., 1])
                 return weight.scatter(message)
         raise AssertionError(access.name)
