@@ -63,12 +63,35 @@ def test_message_to_a_chain_is_the_averaged_local_evidence():
 
 
 
+
+
+def test_a_data_offset_is_taken_from_the_output_in_the_message_to_a_chain():
+    """y ~ Normal(w1[z1] + w2[z2] + c, tau): the local evidence of z1 is that of eq. 21.62 on y − c."""
+    text = (MODELS / "factorial_hmm.vim").read_text()
+    y = pd.read_csv(MODELS / "factorial_hmm.csv")["y"].to_numpy()
+    c = np.sin(np.arange(len(y)))
+    statement = "\n  y[t] ~ Normal(w1[z1[t]] + w2[z2[t]], tau)"
+    model = ppl.compile(text.replace("data y: real[T]", "data y: real[T]\ndata c: real[T]")
+                        .replace(statement, statement.replace(", tau)", " + c[t], tau)")))
+    dataset = model.bind(pd.DataFrame({"y": y, "c": c}))
+    problem = build_problem(model.checked, dataset, model.analyze(dataset))
+    state = initialise(problem, np.random.default_rng(1))
+    for _ in range(3):
+        for name in problem.order:
+            _update(problem, state, name, 1.0)
+    (emission,) = [f for f in problem.factors if hasattr(f, "choosers")]
+    w1, w2 = state.moments("w1"), state.moments("w2")
+    tau = state.moments("tau")[0, 1]
+    other = state.moments("z2")[:, :3] @ w2[:, 0]
+    expected = tau * ((y - c - other)[:, None] * w1[:, 0] - 0.5 * w1[:, 1])
+    np.testing.assert_allclose(emission.message(state, "z1"), expected, rtol=1e-12, atol=1e-12)
+
 @pytest.mark.parametrize("k", [2, 3, 4, 7])
 def test_row_sums_are_numpys_to_the_bit(k):
-    """`_row_sum` adds the columns in order, as np.sum does over a short last axis."""
+    """`_row_sum` adds the rows over k in order, as np.sum does over a short axis."""
     from ppl.infer.factors.factorial import _row_sum
-    x = np.random.default_rng(k).normal(size=(50, 2, k)) * 10.0 ** np.arange(-4, 4, 8 / k)
-    assert np.array_equal(_row_sum(x), np.sum(x, axis=-1))
+    x = np.random.default_rng(k).normal(size=(50, k, 2)) * 10.0 ** np.arange(-4, 4, 8 / k)[:k, None]
+    assert np.array_equal(_row_sum(x), np.sum(x, axis=-2))
 
 
 @pytest.mark.parametrize("index", [np.arange(6), np.array([2, 0, 1, 5, 4, 3]), np.array([0, 0, 1, 1, 2, 2])])

@@ -58,9 +58,9 @@ def is_factorial(factor, model) -> bool:
 
 
 def _row_sum(x: np.ndarray) -> np.ndarray:
-    """Σ_k x[..., k], its columns added in order (what np.sum adds over a short last axis, to the
-    bit, in half the time: numpy's reduction over K = 2 to 4 numbers costs more than K − 1 adds)."""
-    return functools.reduce(np.add, np.moveaxis(x, -1, 0))
+    """Σ_k x[..., k, :], the rows over k added in order (what np.sum adds over a short axis, to
+    the bit, in half the time: numpy's reduction over K = 2 to 4 numbers costs more than K − 1 adds)."""
+    return functools.reduce(np.add, np.moveaxis(x, -2, 0))
 
 
 class FactorialNormal:
@@ -106,6 +106,7 @@ class FactorialNormal:
             raise Unsupported(f"`{self.name}`: each latent category may choose one summand of the mean (two reads "
                               f"of one chain would need their pairwise law)", factor.span)
         self.offset = sum((np.asarray(self.plate.evaluate(t), float) for t in offset), 0.0)
+        self._no_offset = not offset
         role = next(r for r in ("precision", "sd", "var") if r in factor.args)
         self.precision = _Precision(self, role, inline(factor.args[role], model.definitions), model)
 
@@ -129,13 +130,15 @@ class FactorialNormal:
             if self._kept.get(m, (None,))[0] != key:
                 gamma = chooser.read(state)[..., 0, :k]
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
-                w1, w2 = w[..., 0], w[..., 1]
-                self._kept[m] = key, (gamma, w1, w2, _row_sum(gamma * w1), _row_sum(gamma * w2))
+                summed = _row_sum(gamma[..., None] * w)  # plate + (2,): Ŵ, S
+                self._kept[m] = key, (gamma, w[..., 0], w[..., 1], summed[..., 0], summed[..., 1])
             parts.append(self._kept[m][1])
         return y, parts
 
     def _residual(self, y, parts):
-        return y - self.offset - sum(p[3] for p in parts)
+        """y − c − Σ_m Ŵ_m (y itself when c is 0: y − 0 is y, to the bit)."""
+        others = functools.reduce(np.add, (p[3] for p in parts))
+        return (y if self._no_offset else y - self.offset) - others
 
     def _squared_error(self, state):
         y, parts = self._parts(state)
@@ -163,10 +166,10 @@ class FactorialNormal:
         y, parts = self._parts(state)
         residual = self._residual(y, parts)
         for (weight, chooser, _), (gamma, w1, w2, mean, _) in zip(self.components, parts):
-            own = (residual + mean)[..., None]  # y − r̂_m: the output less every other chain's
-            if access is chooser:
-                return chooser.scatter_rows(prec * (w1 * own - 0.5 * w2))
-            if access is weight:
+            if access is chooser or access is weight:
+                own = (residual + mean)[..., None]  # y − r̂_m: the output less every other chain's
+                if access is chooser:
+                    return chooser.scatter_rows(prec * (w1 * own - 0.5 * w2))
                 message = np.empty(gamma.shape + (2,))
                 np.multiply(prec * gamma, own, out=message[..., 0])
                 np.multiply(-0.5 * prec, gamma, out=message[..., 1])
