@@ -549,6 +549,9 @@ def test_normal_gamma_factor_and_inverse_are_the_general_ones_bit_for_bit():
         mean, entropy = family.moments_and_entropy(nat)
         np.testing.assert_array_equal(mean, family.to_mean(nat))
         np.testing.assert_array_equal(entropy, family.entropy(nat))
+        # one log|W| for both: the general formula A(λ) − λ·E[t] − E[log h] from the parts, to the bit
+        general = family.log_partition(nat) - np.sum(nat * family.to_mean(nat), -1) - family.expected_log_base(nat)
+        np.testing.assert_array_equal(entropy, general)
     m = np.exp(np.random.default_rng(14).uniform(-300, 300, size=(10000, 1, 1)))
     np.testing.assert_array_equal(normal_wishart._factor(m), np.linalg.cholesky(m))
     np.testing.assert_array_equal(normal_wishart._inverse(m), chol_inverse(m))
