@@ -147,3 +147,18 @@ def test_an_mvnormal_entropy_comes_with_its_moments_from_one_factor(diagonal):
         assert state.entropy("w") == float(family.entropy(nat).sum())
     state.set("w", naturals[0], moments=family.to_mean(naturals[1]))
     assert state.entropy("w") == float(family.entropy(naturals[0]).sum())
+
+
+def test_scatter_rows_of_the_plate_shape_sum_as_broadcast_ones():
+    """`Access.scatter_rows` takes rows already of the plate's shape as they are (no broadcast view):
+    the same sums as rows broadcast from one row, for an index in order and one that repeats."""
+    from ppl.infer.access import Access
+    rng = np.random.default_rng(5)
+    for index, size in ((np.arange(6).reshape(6, 1), 6), (np.array([0, 2, 1, 2, 0, 1]).reshape(6, 1), 3)):
+        access = Access("z", index, size)
+        row = rng.normal(size=(1, 4))
+        np.testing.assert_array_equal(access.scatter_rows(np.repeat(row, 6, axis=0)), access.scatter_rows(row))
+        full = rng.normal(size=(6, 4))
+        expected = np.zeros((size, 4))
+        np.add.at(expected, index[:, 0], full)
+        np.testing.assert_allclose(access.scatter_rows(full), expected, rtol=1e-15)

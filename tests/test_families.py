@@ -30,6 +30,7 @@ from ppl.families import (
     Wishart,
 )
 from ppl.families.base import diagonal_of
+from ppl.families.lognormal import LogNormal
 
 PLATES = (3, 2)
 D = 3  # MvNormal / Wishart dimension
@@ -549,6 +550,9 @@ def test_normal_gamma_factor_and_inverse_are_the_general_ones_bit_for_bit():
         mean, entropy = family.moments_and_entropy(nat)
         np.testing.assert_array_equal(mean, family.to_mean(nat))
         np.testing.assert_array_equal(entropy, family.entropy(nat))
+        # one log|W| for both: the general formula A(λ) − λ·E[t] − E[log h] from the parts, to the bit
+        general = family.log_partition(nat) - np.sum(nat * family.to_mean(nat), -1) - family.expected_log_base(nat)
+        np.testing.assert_array_equal(entropy, general)
     m = np.exp(np.random.default_rng(14).uniform(-300, 300, size=(10000, 1, 1)))
     np.testing.assert_array_equal(normal_wishart._factor(m), np.linalg.cholesky(m))
     np.testing.assert_array_equal(normal_wishart._inverse(m), chol_inverse(m))
@@ -556,3 +560,16 @@ def test_normal_gamma_factor_and_inverse_are_the_general_ones_bit_for_bit():
         for factor in (normal_wishart._factor, np.linalg.cholesky):
             with pytest.raises(np.linalg.LinAlgError):
                 factor(np.array(bad))
+
+
+@pytest.mark.parametrize("family, nat", [
+    (Normal(), np.array([[0.3, -0.5], [-12.0, -3.0], [1e-8, -1e6]])),
+    (LogNormal(), np.array([[0.3, -0.5], [-12.0, -3.0]])),
+    (Gamma(), np.array([[0.0, -1.0], [4.5, -0.02], [1e4, -3e3], [-0.999, -1e-6]])),
+])
+def test_moments_and_entropy_are_to_mean_and_entropy_bit_for_bit(family, nat):
+    """A state takes a q's moments and entropy from one `moments_and_entropy` (shared ψ(a), log b,
+    params): the very numbers `to_mean` and `entropy` give apart, entropy of a LogNormal included."""
+    moments, entropy = family.moments_and_entropy(nat)
+    np.testing.assert_array_equal(moments, family.to_mean(nat))
+    np.testing.assert_array_equal(entropy, family.entropy(nat))

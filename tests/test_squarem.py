@@ -142,3 +142,19 @@ def test_a_gaussian_held_in_data_space_is_extrapolated_on_its_sites(monkeypatch)
         sites = accelerate._proposal(*(accelerate._vector(x) for x in (x0, x1, x2)), alpha)
         dense = accelerate._proposal(x0.natural(), x1.natural(), x2.natural(), alpha)
         np.testing.assert_allclose(accelerate._solved(family, x2, sites).natural(), dense, rtol=1e-9, atol=1e-9)
+
+
+def test_arrays_of_one_chunk_step_as_chunked_ones(monkeypatch):
+    """`_chunks` hands arrays of at most CHUNK entries over whole, without a generator: the proposal
+    is the chunked one to the bit, the norms and distances the same up to the order of the sums."""
+    rng = np.random.default_rng(3)
+    triple = tuple(rng.normal(size=(6, 5)) for _ in range(3))
+    whole = (accelerate._proposal(*triple, -1.7), accelerate._step_norms([triple]),
+             accelerate._distance([triple[:2]]))
+    monkeypatch.setattr(accelerate, "CHUNK", 7)  # 30 entries: five chunks, the last partial
+    chunked = (accelerate._proposal(*triple, -1.7), accelerate._step_norms([triple]),
+               accelerate._distance([triple[:2]]))
+    np.testing.assert_array_equal(whole[0], chunked[0])
+    np.testing.assert_allclose(whole[1], chunked[1], rtol=1e-13)
+    np.testing.assert_allclose(whole[2], chunked[2], rtol=1e-13)
+    assert [len(c[0]) for c in accelerate._chunks(*triple)] == [7, 7, 7, 7, 2]

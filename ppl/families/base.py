@@ -109,7 +109,7 @@ def dot_last(t: np.ndarray, nat: np.ndarray) -> np.ndarray:
     """
     with np.errstate(invalid="ignore"):
         prod = t * nat
-    return np.sum(np.where(t == 0, 0.0, prod), axis=-1)
+    return np.where(t == 0, 0.0, prod).sum(axis=-1)
 
 
 def stack_last(*parts) -> np.ndarray:

@@ -121,11 +121,11 @@ class Dirichlet(ExponentialFamily):
 
     def log_partition(self, nat) -> np.ndarray:
         alpha = self.params(nat)["alpha"]
-        return np.sum(gammaln(alpha), axis=-1) - gammaln(np.sum(alpha, axis=-1))
+        return gammaln(alpha).sum(axis=-1) - gammaln(alpha.sum(axis=-1))
 
     def to_mean(self, nat) -> np.ndarray:
         alpha = self.params(nat)["alpha"]
-        return digamma(alpha) - digamma(np.sum(alpha, axis=-1, keepdims=True))
+        return digamma(alpha) - digamma(alpha.sum(axis=-1, keepdims=True))
 
     def to_natural(self, mean) -> np.ndarray:
         """Damped Newton solve (``solve_dirichlet``)."""
@@ -156,12 +156,12 @@ class Dirichlet(ExponentialFamily):
 
     def mean(self, nat) -> np.ndarray:
         alpha = self.params(nat)["alpha"]
-        return alpha / np.sum(alpha, axis=-1, keepdims=True)
+        return alpha / alpha.sum(axis=-1, keepdims=True)
 
     def sd(self, nat) -> np.ndarray:
         """Marginals are Beta(α_k, α₀ − α_k)."""
         alpha = self.params(nat)["alpha"]
-        a0 = np.sum(alpha, axis=-1, keepdims=True)
+        a0 = alpha.sum(axis=-1, keepdims=True)
         return np.sqrt(alpha * (a0 - alpha) / (a0**2 * (a0 + 1.0)))
 
     def _marginal(self, nat):

@@ -103,6 +103,14 @@ class Gamma(ExponentialFamily):
         a, b = p["shape"], p["rate"]
         return a - np.log(b) + gammaln(a) + (1.0 - a) * digamma(a)
 
+    def moments_and_entropy(self, nat) -> tuple:
+        """(`to_mean`, `entropy`) with one ψ(a) and one log b, the same operations as each takes
+        alone: a state needs both of each q once a sweep."""
+        p = self.params(nat)
+        a, b = p["shape"], p["rate"]
+        psi, log_b = digamma(a), np.log(b)
+        return stack_last(psi - log_b, a / b), a - log_b + gammaln(a) + (1.0 - a) * psi
+
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         p = self.params(nat)
         shape = leading(n) + p["shape"].shape

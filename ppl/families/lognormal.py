@@ -37,6 +37,11 @@ class LogNormal(Normal):
         """H[τ] = H[u] + E[u]."""
         return super().entropy(nat) + self.params(nat)["mean"]
 
+    def moments_and_entropy(self, nat) -> tuple:
+        """u's (`to_mean`, `entropy`), H[τ] = H[u] + E[u] as `entropy` takes it."""
+        moments, entropy = super().moments_and_entropy(nat)
+        return moments, entropy + self.params(nat)["mean"]
+
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         return np.exp(super().sample(nat, rng, n))
 

@@ -67,6 +67,12 @@ class Normal(ExponentialFamily):
         """½(1 + log 2π) − ½ log τ."""
         return 0.5 * (1.0 + _LOG_2PI) - 0.5 * np.log(self.params(nat)["precision"])
 
+    def moments_and_entropy(self, nat) -> tuple:
+        """(`to_mean`, `entropy`) from one `params`: a state needs both of each q once a sweep."""
+        p = self.params(nat)
+        m, tau = p["mean"], p["precision"]
+        return stack_last(m, m**2 + 1.0 / tau), 0.5 * (1.0 + _LOG_2PI) - 0.5 * np.log(tau)
+
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         p = self.params(nat)
         shape = leading(n) + p["mean"].shape

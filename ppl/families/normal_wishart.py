@@ -64,22 +64,24 @@ class NormalWishart:
     def log_partition(self, nat) -> np.ndarray:
         return self._log_partition(self.params(nat))
 
-    def _log_partition(self, p) -> np.ndarray:
+    def _log_partition(self, p, logdet=None) -> np.ndarray:
+        """A(λ) from `params`; `logdet`: log|W|, when already taken."""
         d, nu = self.dim, p["dof"]
-        logdet = chol_logdet(_factor(p["scale"]))
+        logdet = chol_logdet(_factor(p["scale"])) if logdet is None else logdet
         return (-0.5 * d * np.log(p["beta"]) + 0.5 * nu * logdet + 0.5 * nu * d * np.log(2.0)
                 + _multigammaln(0.5 * nu, d))
 
     def to_mean(self, nat) -> np.ndarray:
         return self._to_mean(self.params(nat))
 
-    def _to_mean(self, p) -> np.ndarray:
+    def _to_mean(self, p, logdet=None) -> np.ndarray:
+        """E[t] from `params`; `logdet`: log|W|, when already taken."""
         d, nu, w, m = self.dim, p["dof"], p["scale"], p["mean"]
         wm = np.einsum("...ij,...j->...i", w, m)
         e_lambda = nu[..., None, None] * w
         quad = d / p["beta"] + nu * np.einsum("...i,...i->...", m, wm)
-        logdet = (np.sum(digamma(0.5 * (nu[..., None] - np.arange(d))), axis=-1) + d * np.log(2.0)
-                  + chol_logdet(_factor(w)))
+        logdet = (digamma(0.5 * (nu[..., None] - np.arange(d))).sum(axis=-1) + d * np.log(2.0)
+                  + (chol_logdet(_factor(w)) if logdet is None else logdet))
         return np.concatenate([nu[..., None] * wm, quad[..., None], e_lambda.reshape(nu.shape + (d * d,)),
                                logdet[..., None]], axis=-1)
 
@@ -90,12 +92,13 @@ class NormalWishart:
         return self.moments_and_entropy(nat)[1]
 
     def moments_and_entropy(self, nat) -> tuple:
-        """(`to_mean`, `entropy`) from one `params` (a batched matrix inverse), which a state needs
-        both of each sweep."""
+        """(`to_mean`, `entropy`) from one `params` (a batched matrix inverse) and one log|W| (a
+        Cholesky factor), which a state needs both of each sweep."""
         nat = np.asarray(nat, float)
         p = self.params(nat)
-        mean = self._to_mean(p)
-        return mean, self._log_partition(p) - np.sum(nat * mean, -1) - self.expected_log_base(nat)
+        logdet = chol_logdet(_factor(p["scale"]))
+        mean = self._to_mean(p, logdet)
+        return mean, self._log_partition(p, logdet) - (nat * mean).sum(-1) - self.expected_log_base(nat)
 
     def valid(self, nat) -> np.ndarray:
         try:
@@ -125,7 +128,7 @@ def _factor(m: np.ndarray) -> np.ndarray:
     there, and its LinAlgError where an m ≤ 0 (not for NaN): a tenth of the cost, the same numbers."""
     if m.shape[-1] > 1:
         return np.linalg.cholesky(m)
-    if np.any(m <= 0):
+    if (m <= 0).any():
         raise np.linalg.LinAlgError("Matrix is not positive definite")
     return np.sqrt(m)
 
@@ -142,4 +145,4 @@ def _inverse(m: np.ndarray) -> np.ndarray:
 def _multigammaln(a, d: int) -> np.ndarray:
     """Vectorised log Γ_D(a)."""
     j = np.arange(d)
-    return 0.25 * d * (d - 1) * np.log(np.pi) + np.sum(gammaln(np.asarray(a)[..., None] - 0.5 * j), axis=-1)
+    return 0.25 * d * (d - 1) * np.log(np.pi) + gammaln(np.asarray(a)[..., None] - 0.5 * j).sum(axis=-1)

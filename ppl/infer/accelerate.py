@@ -203,10 +203,12 @@ def worse(residual: bool, proposal: tuple, state, elbo: float, before: float) ->
 # otherwise take four N × K temporaries (r, v and the terms of λ') beside the three it keeps.
 
 def _chunks(*arrays):
-    """Aligned 1-D chunks of `CHUNK` entries of equally shaped arrays (views where contiguous)."""
+    """Aligned 1-D chunks of `CHUNK` entries of equally shaped arrays (views where contiguous); arrays
+    of one chunk are that chunk, without a generator (the globals of most models: every sweep)."""
     flat = [np.asarray(a).reshape(-1) for a in arrays]
-    for lo in range(0, flat[0].size, CHUNK):
-        yield [f[lo:lo + CHUNK] for f in flat]
+    if flat[0].size <= CHUNK:
+        return (flat,)
+    return ([f[lo:lo + CHUNK] for f in flat] for lo in range(0, flat[0].size, CHUNK))
 
 
 def _step_norms(triples: list) -> tuple[float, float]:

@@ -71,7 +71,7 @@ class Access:
         """moments (size, S) → plate + (C, S), a broadcast view when the read is plate-free."""
         if self.plate_free:
             return moments[self.components].reshape((1,) * self.plate_rank + (len(self.components), -1))
-        return np.take(moments, self.index, axis=0)  # as moments[self.index], several times faster
+        return np.asarray(moments).take(self.index, axis=0)  # moments[self.index], faster; np.take: 1 us more
 
     def scatter(self, message: np.ndarray) -> np.ndarray:
         """message plate + (C, S) → (size, S), summed over the plate elements reading each element."""
@@ -113,7 +113,8 @@ class Access:
     def scatter_rows(self, rows: np.ndarray) -> np.ndarray:
         """rows plate + (S,), one per plate element (not per component) → (size, S)."""
         index = self.index[..., 0]
-        rows = np.broadcast_to(rows, index.shape + rows.shape[-1:])
+        shape = index.shape + rows.shape[-1:]
+        rows = rows if rows.shape == shape else np.broadcast_to(rows, shape)  # np.broadcast_to: ~4 us of Python
         return sum_by_index(index.reshape(-1), rows.reshape(index.size, -1), self.size, self._rows_in_order)
 
     @functools.cached_property

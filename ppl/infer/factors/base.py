@@ -133,7 +133,7 @@ class FactorRuntime(abc.ABC):
             value = np.asarray(self.expected_log(state))  # unit weights: summed as it is if it fills the plate
             return float((value if value.shape == self._ones.shape else self._ones * value).sum())
         if count is None:
-            return float(np.sum(self.weights(state) * self.expected_log(state)))
+            return float((self.weights(state) * self.expected_log(state)).sum())
         return weighted_sum(self.weights(state) * count, self.expected_log(state))
 
     def elbo_estimate(self, state) -> tuple[float, float]:

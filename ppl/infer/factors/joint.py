@@ -9,6 +9,8 @@ joint statistics t = (Λμ, μᵀΛμ, vec Λ, log|Λ|):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ppl.diagnostics import ModelError
@@ -65,12 +67,16 @@ class JointPrior(FactorRuntime):
         self.name = f"{factor.name}, {partner_factor.name}"
 
     def _message(self, state, access):
+        return self._constant_message
+
+    @functools.cached_property
+    def _constant_message(self):
+        """η over the plate, a read-only view made once: the prior sends it every sweep."""
         return np.broadcast_to(self.eta, self.builder.shape() + (self.family.size,))
 
     def _expected_log(self, state):
         moments = self.target.gather(state.moments(self.key))
-        eta = np.broadcast_to(self.eta, moments.shape)
-        return np.sum(eta * moments, -1) - self.log_partition + self.family.expected_log_base(eta)
+        return (self.eta * moments).sum(-1) - self.log_partition + self.family.expected_log_base(moments)
 
 
 class JointGaussian(FactorRuntime):
