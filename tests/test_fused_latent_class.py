@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import ppl
-from ppl.infer import Options, build_problem, run
+import fused_runs
+from fused_runs import generic
+from ppl.infer import Options, run
 from ppl.infer import accelerate as accelerate_module
 from ppl.infer.fused_latent_class import FusedLatentClass
 from ppl.infer.fused_mixture import FusedMixture
@@ -94,18 +95,7 @@ CASES = {
 
 
 def problem_of(text: str, data=DATA, **constants):
-    model = ppl.compile(text, set=constants or None)
-    dataset = model.bind(data)
-    return build_problem(model.checked, dataset, model.analyze(dataset))
-
-
-def generic(problem, options):
-    """The same run with the fused sweep switched off."""
-    kernel, problem.kernel = problem.kernel, None
-    try:
-        return run(problem, options)
-    finally:
-        problem.kernel = kernel
+    return fused_runs.problem_of(text, data, set=constants or None)
 
 
 def assert_same_run(fused, plain):

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ppl
-from ppl.infer import Options, build_problem, run
+import fused_runs
+from fused_runs import generic
+from ppl.infer import Options, run
 from ppl.infer import accelerate as accelerate_module
 from ppl.infer.accelerate import SMALL_LOCAL
 from ppl.infer.fused_mixture import CLAMP, FusedMixture
@@ -20,18 +21,7 @@ DATA = ROOT / "models" / "gmm.csv"
 
 
 def problem_of(text: str, data=DATA, **kw):
-    model = ppl.compile(text, **kw)
-    dataset = model.bind(data)
-    return build_problem(model.checked, dataset, model.analyze(dataset))
-
-
-def generic(problem, options):
-    """The same run with the fused sweep switched off."""
-    kernel, problem.kernel = problem.kernel, None
-    try:
-        return run(problem, options)
-    finally:
-        problem.kernel = kernel
+    return fused_runs.problem_of(text, data, **kw)
 
 
 @pytest.mark.parametrize("accelerate,small_local", [(False, SMALL_LOCAL), (None, SMALL_LOCAL), (None, 0)],
