@@ -169,13 +169,16 @@ deterministic rule (docs/rules/vmp.md#acceleration-squarem) except LDA's restart
 Where today's default costs more CPU than the old release, the causes, none a plain inefficiency
 found: (1) hmm and factorial_hmm are other approximations now: the old release had no discrete
 chain q, so q(z) was mean field over the z[t] (fixed points 0.27 nats (hmm) and 102 nats
-(factorial_hmm) below today's), and today's sweep runs forward-backward, a recursion over the T
-steps (section "Hidden Markov model (VB-HMM)" above: its recursions cost what the floor's do) where
-mean field took one vectorised update, and needs more sweeps (12 against 9, 30 against 19);
-(2) gaussian (7 sweeps against 5), gp_classification (6 against 4) and latent_class (43 against 31)
-pay for the sweeps that reach and confirm the fixed point (the rate and mean tests; the old release
-stopped 9e-9, 2e-8 and 0.01 nats short): their sweeps now cost less than the old release's, not
-enough to pay for all the extra ones. The models that fit in a few milliseconds are timed over 50 ms of calls; those that take
+(factorial_hmm) below today's), and today's sweep runs forward-backward (for one chain by blocked
+prefix products, section "Hidden Markov model (VB-HMM)" above) where mean field took one vectorised
+update, needs more sweeps (12 against 9, 30 against 19), and pays one more forward-backward for
+each SQUAREM step (15 on hmm's 12 sweeps); (2) gp_classification (6 sweeps against 4) pays for the
+sweeps that reach and confirm the fixed point (the rate and mean tests; the old release stopped
+2e-8 nats short): its plain sweep costs less than the old release's (0.20 against 0.28 ms, set-up
+0.93 against 0.87 ms), not enough to pay for two more, and SQUAREM's one step (α = −0.99, next to
+the plain point) saves no sweep there. gaussian (7 sweeps against 5) and latent_class (43 against
+31, a fused sweep) pay for their extra sweeps and still take less CPU than the old release.
+The models that fit in a few milliseconds are timed over 50 ms of calls; those that take
 the same 2 sweeps as the old release tie. casino and surgical use syntax the old release did not
 have (n/a). Sweeps are the noise-free measure of cost.
 
