@@ -86,12 +86,13 @@ def test_a_data_offset_is_taken_from_the_output_in_the_message_to_a_chain():
     expected = tau * ((y - c - other)[:, None] * w1[:, 0] - 0.5 * w1[:, 1])
     np.testing.assert_allclose(emission.message(state, "z1"), expected, rtol=1e-12, atol=1e-12)
 
+
 @pytest.mark.parametrize("k", [2, 3, 4, 7])
 def test_row_sums_are_numpys_to_the_bit(k):
-    """`_row_sum` adds the rows over k in order, as np.sum does over a short axis."""
-    from ppl.infer.factors.factorial import _row_sum
+    """`sum_in_order` adds the rows over k in order, as np.sum does over a short axis."""
+    from ppl.infer.rows import sum_in_order
     x = np.random.default_rng(k).normal(size=(50, k, 2)) * 10.0 ** np.arange(-4, 4, 8 / k)[:k, None]
-    assert np.array_equal(_row_sum(x), np.sum(x, axis=-2))
+    assert np.array_equal(sum_in_order(x, -2), np.sum(x, axis=-2))
 
 
 @pytest.mark.parametrize("index", [np.arange(6), np.array([2, 0, 1, 5, 4, 3]), np.array([0, 0, 1, 1, 2, 2])])

@@ -74,7 +74,7 @@ class Gamma(ExponentialFamily):
     def to_mean(self, nat) -> np.ndarray:
         p = self.params(nat)
         a, b = p["shape"], p["rate"]
-        return stack_last(digamma(a) - np.log(b), a / b)
+        return _moments(a, b, digamma(a), np.log(b))
 
     def to_natural(self, mean) -> np.ndarray:
         """Newton solve for the shape (``solve_gamma_shape``), then b = a / E[x]."""
@@ -100,16 +100,16 @@ class Gamma(ExponentialFamily):
     def entropy(self, nat) -> np.ndarray:
         """a − log b + log Γ(a) + (1 − a) ψ(a)."""
         p = self.params(nat)
-        a, b = p["shape"], p["rate"]
-        return a - np.log(b) + gammaln(a) + (1.0 - a) * digamma(a)
+        a = p["shape"]
+        return _entropy(a, np.log(p["rate"]), digamma(a))
 
     def moments_and_entropy(self, nat) -> tuple:
-        """(`to_mean`, `entropy`) with one ψ(a) and one log b, the same operations as each takes
-        alone: a state needs both of each q once a sweep."""
+        """(`to_mean`, `entropy`) with one ψ(a) and one log b: a state needs both of each q once a
+        sweep."""
         p = self.params(nat)
         a, b = p["shape"], p["rate"]
         psi, log_b = digamma(a), np.log(b)
-        return stack_last(psi - log_b, a / b), a - log_b + gammaln(a) + (1.0 - a) * psi
+        return _moments(a, b, psi, log_b), _entropy(a, log_b, psi)
 
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         p = self.params(nat)
@@ -131,3 +131,13 @@ class Gamma(ExponentialFamily):
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
         return np.isfinite(nat).all(axis=-1) & (nat[..., 0] > -1.0) & (nat[..., 1] < 0)
+
+
+def _moments(a, b, psi, log_b) -> np.ndarray:
+    """(E[log x], E[x]) = (ψ(a) − log b, a / b)."""
+    return stack_last(psi - log_b, a / b)
+
+
+def _entropy(a, log_b, psi) -> np.ndarray:
+    """a − log b + log Γ(a) + (1 − a) ψ(a)."""
+    return a - log_b + gammaln(a) + (1.0 - a) * psi

@@ -45,8 +45,7 @@ class Normal(ExponentialFamily):
 
     def to_mean(self, nat) -> np.ndarray:
         p = self.params(nat)
-        m, tau = p["mean"], p["precision"]
-        return stack_last(m, m**2 + 1.0 / tau)
+        return _moments(p["mean"], p["precision"])
 
     def to_natural(self, mean) -> np.ndarray:
         mean = np.asarray(mean, float)
@@ -65,13 +64,12 @@ class Normal(ExponentialFamily):
 
     def entropy(self, nat) -> np.ndarray:
         """½(1 + log 2π) − ½ log τ."""
-        return 0.5 * (1.0 + _LOG_2PI) - 0.5 * np.log(self.params(nat)["precision"])
+        return _entropy(self.params(nat)["precision"])
 
     def moments_and_entropy(self, nat) -> tuple:
         """(`to_mean`, `entropy`) from one `params`: a state needs both of each q once a sweep."""
         p = self.params(nat)
-        m, tau = p["mean"], p["precision"]
-        return stack_last(m, m**2 + 1.0 / tau), 0.5 * (1.0 + _LOG_2PI) - 0.5 * np.log(tau)
+        return _moments(p["mean"], p["precision"]), _entropy(p["precision"])
 
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         p = self.params(nat)
@@ -90,3 +88,13 @@ class Normal(ExponentialFamily):
     def valid(self, nat) -> np.ndarray:
         nat = np.asarray(nat, float)
         return np.isfinite(nat).all(axis=-1) & (nat[..., 1] < 0)
+
+
+def _moments(m, tau) -> np.ndarray:
+    """(E[x], E[x²]) = (m, m² + 1/τ)."""
+    return stack_last(m, m**2 + 1.0 / tau)
+
+
+def _entropy(tau) -> np.ndarray:
+    """½(1 + log 2π) − ½ log τ."""
+    return 0.5 * (1.0 + _LOG_2PI) - 0.5 * np.log(tau)

@@ -32,7 +32,7 @@ from ppl.families import Categorical, Dirichlet
 from ppl.infer.access import sum_by_index
 from ppl.infer.factors.base import version_key
 from ppl.infer.factors.conjugate import ConjugateFactor
-from ppl.infer.fused_mixture import row_max
+from ppl.infer.rows import row_max, sum_in_order
 
 SEQUENTIAL = 8  # np.sum adds a row of fewer entries left to right (a longer one in blocks)
 
@@ -243,11 +243,6 @@ def _softmax(natural: np.ndarray) -> tuple[np.ndarray, float]:
     row_max(natural, top[:, 0])
     e = natural - top
     np.exp(e, out=e)
-    if k >= SEQUENTIAL:
-        total = np.sum(e, axis=-1, keepdims=True)
-    else:
-        total = e[:, :1].copy()
-        for j in range(1, k):
-            total += e[:, j:j + 1]
-    e /= total
+    total = np.sum(e, axis=-1) if k >= SEQUENTIAL else sum_in_order(e, -1)
+    e /= total[:, None]
     return e, float(top.sum() + np.log(total).sum())
