@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -44,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks._report import machine, write_section  # noqa: E402
 from benchmarks import _old_release  # noqa: E402
-from benchmarks.logistic_sweeps import SHORT  # noqa: E402
+from benchmarks.logistic_sweeps import SHORT, cpu  # noqa: E402
 import numpy as np  # noqa: E402
 
 import ppl  # noqa: E402
@@ -72,17 +71,15 @@ def old_stop(trace: list) -> int:
 
 
 def timed(model, data, repeat: int, **options):
-    """(posterior, the least CPU seconds of a fit over `repeat` rounds, each round calling the fit
-    until SHORT seconds of CPU are spent: one call for a longer fit), as benchmarks/logistic.py times."""
-    best, posterior = np.inf, None
-    for _ in range(repeat):
-        spent = 0.0
-        while spent < SHORT:
-            start = time.process_time()
-            posterior = model.infer(data, seed=1, **options)
-            took = time.process_time() - start
-            best, spent = min(best, took), spent + took
-    return posterior, best
+    """(posterior, the least CPU seconds of a fit over `repeat` rounds of `cpu`: each round calls
+    the fit until SHORT seconds of CPU are spent, one call for a longer fit)."""
+    last = [None]
+
+    def fit():
+        last[0] = model.infer(data, seed=1, **options)
+
+    best = min(cpu(fit) for _ in range(repeat))
+    return last[0], best
 
 
 def distance(posterior, reference) -> float:
@@ -153,7 +150,7 @@ def render(rows: list, repeat: int) -> str:
     body = "".join(f"| {m} | {r} | {s} | {_cell(w * 1e3, '.2f')} | {_cell(g, '.1e')} | {_cell(d, '.1e')} |\n"
                    for m, r, s, w, g, d in rows)
     return (f"{SECTION}\n\n`python3 benchmarks/convergence.py` on {machine()}, one BLAS thread, seed 1, "
-            f"the least CPU time over {repeat} rounds (a fit under 50 ms called in each round until 50 ms of CPU "
+            f"the least CPU time over {repeat} rounds (a fit under {SHORT * 1e3:.0f} ms called in each round until {SHORT * 1e3:.0f} ms of CPU "
             f"are spent, for the old release as for today's runs; the tight run once). Timings are noisy: the "
             f"machine was shared with other jobs.\n\n{head}{body}\n"
             + "".join(f"† {text}.\n" for text in ELSEWHERE.values()) + f"\n{verdict(rows)}\n\n{READING}\n{anderson(rows)} {ANDERSON}")

@@ -235,7 +235,10 @@ def run(only: set | None):
     return rows, train, test, load
 
 
-def per_sweep(train, rounds=5, sweeps=40, skip=10) -> tuple:
+PER_SWEEP = dict(rounds=5, sweeps=40, skip=10)  # `per_sweep`: interleaved rounds, sweeps timed, sweeps left out
+
+
+def per_sweep(train, rounds: int, sweeps: int, skip: int) -> tuple:
     """(ppl, floor) CPU seconds of a batch sweep with set-up left out: each sweep timed alone
     (ppl between its progress calls, the floor by `on_sweep`), the least over `rounds` interleaved
     rounds for each sweep, averaged over the sweeps after the first `skip`."""
@@ -297,8 +300,9 @@ def table(rows, train, test, load, sweep=None) -> str:
                      "normalisers and the two Dirichlet KLs) and z's per-token q (its logarithms, written "
                      "once, at the end of the run).")
     if sweep is not None:
-        lines.append(f"\nPer sweep, set-up left out (each of 40 sweeps timed alone, the least of 5 interleaved "
-                     f"rounds, averaged over sweeps 11–40): ppl {1e3 * sweep[0]:.2f} ms, the floor "
+        lines.append(f"\nPer sweep, set-up left out (each of {PER_SWEEP['sweeps']} sweeps timed alone, the least of "
+                     f"{PER_SWEEP['rounds']} interleaved rounds, averaged over sweeps {PER_SWEEP['skip'] + 1}–"
+                     f"{PER_SWEEP['sweeps']}): ppl {1e3 * sweep[0]:.2f} ms, the floor "
                      f"{1e3 * sweep[1]:.2f} ms, {sweep[0] / sweep[1]:.2f}×.")
     lines.append(OWN_STOP)
     return "\n".join(lines) + "\n"
@@ -330,7 +334,7 @@ def main(argv=None):
     only = set(args.only.split(",")) if args.only else None
     rows, train, test, load = run(only)
     both = not only or all(any(o in name for o in only) for name in ("ppl batch", "numpy floor"))
-    text = table(rows, train, test, load, per_sweep(train) if both else None)
+    text = table(rows, train, test, load, per_sweep(train, **PER_SWEEP) if both else None)
     print(text)
     if not args.no_write:
         write_section(text, "## LDA (document completion)", ROOT / "docs" / "benchmarks.md")

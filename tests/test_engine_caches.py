@@ -149,16 +149,23 @@ def test_an_mvnormal_entropy_comes_with_its_moments_from_one_factor(diagonal):
     assert state.entropy("w") == float(family.entropy(naturals[0]).sum())
 
 
-def test_scatter_rows_of_the_plate_shape_sum_as_broadcast_ones():
-    """`Access.scatter_rows` takes rows already of the plate's shape as they are (no broadcast view):
-    the same sums as rows broadcast from one row, for an index in order and one that repeats."""
+@pytest.mark.parametrize("index", [np.arange(6), np.array([2, 0, 1, 5, 4, 3]), np.array([0, 0, 1, 1, 2, 2]),
+                                   np.array([0, 2, 1, 2, 0, 1])])
+def test_scatter_rows_sum_each_elements_rows(index):
+    """`Access.scatter_rows` gives each element the sum of its rows, in order or not, its order
+    tested once per read (the second call reads the kept order); it takes rows already of the
+    plate's shape as they are (no broadcast view): the same sums as rows broadcast from one row."""
     from ppl.infer.access import Access
+    access = Access("z", index.reshape(6, 1), int(index.max()) + 1)
+    rows = np.arange(18.0).reshape(6, 3)
+    expected = np.zeros((access.size, 3))
+    np.add.at(expected, index, rows)
+    for _ in range(2):
+        np.testing.assert_array_equal(access.scatter_rows(rows), expected)
     rng = np.random.default_rng(5)
-    for index, size in ((np.arange(6).reshape(6, 1), 6), (np.array([0, 2, 1, 2, 0, 1]).reshape(6, 1), 3)):
-        access = Access("z", index, size)
-        row = rng.normal(size=(1, 4))
-        np.testing.assert_array_equal(access.scatter_rows(np.repeat(row, 6, axis=0)), access.scatter_rows(row))
-        full = rng.normal(size=(6, 4))
-        expected = np.zeros((size, 4))
-        np.add.at(expected, index[:, 0], full)
-        np.testing.assert_allclose(access.scatter_rows(full), expected, rtol=1e-15)
+    row = rng.normal(size=(1, 4))
+    np.testing.assert_array_equal(access.scatter_rows(np.repeat(row, 6, axis=0)), access.scatter_rows(row))
+    full = rng.normal(size=(6, 4))
+    expected = np.zeros((access.size, 4))
+    np.add.at(expected, index, full)
+    np.testing.assert_allclose(access.scatter_rows(full), expected, rtol=1e-15)

@@ -26,10 +26,19 @@ from ppl.infer.initialise import initialise
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
 
-def _problem():
-    model = ppl.load(MODELS / "factorial_hmm.vim")
-    dataset = model.bind(MODELS / "factorial_hmm.csv")
+def _problem(model=None, data=MODELS / "factorial_hmm.csv"):
+    model = ppl.load(MODELS / "factorial_hmm.vim") if model is None else model
+    dataset = model.bind(data)
     return build_problem(model.checked, dataset, model.analyze(dataset))
+
+
+def _with_offset(c):
+    """models/factorial_hmm with y ~ Normal(w1[z1] + w2[z2] + c, tau), and its data with c."""
+    text = (MODELS / "factorial_hmm.vim").read_text()
+    statement = "\n  y[t] ~ Normal(w1[z1[t]] + w2[z2[t]], tau)"
+    model = ppl.compile(text.replace("data y: real[T]", "data y: real[T]\ndata c: real[T]")
+                        .replace(statement, statement.replace(", tau)", " + c[t], tau)")))
+    return _problem(model, pd.DataFrame({"y": pd.read_csv(MODELS / "factorial_hmm.csv")["y"], "c": c}))
 
 
 def test_structured_run_is_monotone_and_finds_both_chains():
@@ -45,44 +54,22 @@ def test_structured_run_is_monotone_and_finds_both_chains():
     assert 10 < post["tau"].mean < 25  # the noise sd is 0.25: precision 16
 
 
-def test_message_to_a_chain_is_the_averaged_local_evidence():
-    problem = _problem()
+@pytest.mark.parametrize("offset", [False, True], ids=["y", "y-c"])
+def test_message_to_a_chain_is_the_averaged_local_evidence(offset):
+    """The message to z1 is the local evidence of eq. 21.62 from z2's expected output; with a data
+    offset c in the mean (y ~ Normal(w1[z1] + w2[z2] + c, tau)), that of y − c."""
+    y = np.loadtxt(MODELS / "factorial_hmm.csv", skiprows=1)
+    c = np.sin(np.arange(len(y))) if offset else 0.0
+    problem = _with_offset(c) if offset else _problem()
     state = initialise(problem, np.random.default_rng(1))
     for _ in range(3):
         for name in problem.order:
             _update(problem, state, name, 1.0)
     (emission,) = [f for f in problem.factors if hasattr(f, "choosers")]
-    y = np.loadtxt(MODELS / "factorial_hmm.csv", skiprows=1)
     gamma2 = state.moments("z2")[:, :3]
     w1, w2 = state.moments("w1"), state.moments("w2")  # (E[w], E[w²]) per state
     tau = state.moments("tau")[0, 1]
     other = gamma2 @ w2[:, 0]  # E[w2[z2[t]]]
-    expected = tau * ((y - other)[:, None] * w1[:, 0] - 0.5 * w1[:, 1])
-    message = emission.message(state, "z1")
-    np.testing.assert_allclose(message, expected, rtol=1e-12, atol=1e-12)
-
-
-
-
-
-def test_a_data_offset_is_taken_from_the_output_in_the_message_to_a_chain():
-    """y ~ Normal(w1[z1] + w2[z2] + c, tau): the local evidence of z1 is that of eq. 21.62 on y − c."""
-    text = (MODELS / "factorial_hmm.vim").read_text()
-    y = pd.read_csv(MODELS / "factorial_hmm.csv")["y"].to_numpy()
-    c = np.sin(np.arange(len(y)))
-    statement = "\n  y[t] ~ Normal(w1[z1[t]] + w2[z2[t]], tau)"
-    model = ppl.compile(text.replace("data y: real[T]", "data y: real[T]\ndata c: real[T]")
-                        .replace(statement, statement.replace(", tau)", " + c[t], tau)")))
-    dataset = model.bind(pd.DataFrame({"y": y, "c": c}))
-    problem = build_problem(model.checked, dataset, model.analyze(dataset))
-    state = initialise(problem, np.random.default_rng(1))
-    for _ in range(3):
-        for name in problem.order:
-            _update(problem, state, name, 1.0)
-    (emission,) = [f for f in problem.factors if hasattr(f, "choosers")]
-    w1, w2 = state.moments("w1"), state.moments("w2")
-    tau = state.moments("tau")[0, 1]
-    other = state.moments("z2")[:, :3] @ w2[:, 0]
     expected = tau * ((y - c - other)[:, None] * w1[:, 0] - 0.5 * w1[:, 1])
     np.testing.assert_allclose(emission.message(state, "z1"), expected, rtol=1e-12, atol=1e-12)
 
@@ -94,17 +81,6 @@ def test_row_sums_are_numpys_to_the_bit(k):
     x = np.random.default_rng(k).normal(size=(50, k, 2)) * 10.0 ** np.arange(-4, 4, 8 / k)[:k, None]
     assert np.array_equal(sum_in_order(x, -2), np.sum(x, axis=-2))
 
-
-@pytest.mark.parametrize("index", [np.arange(6), np.array([2, 0, 1, 5, 4, 3]), np.array([0, 0, 1, 1, 2, 2])])
-def test_rows_scattered_in_order_or_not_sum_by_element(index):
-    """scatter_rows with its order tested once per read gives each element the sum of its rows."""
-    from ppl.infer.access import Access
-    access = Access("z", index.reshape(6, 1), int(index.max()) + 1)
-    rows = np.arange(18.0).reshape(6, 3)
-    expected = np.zeros((access.size, 3))
-    np.add.at(expected, index, rows)
-    for _ in range(2):  # the second call reads the kept order
-        np.testing.assert_array_equal(access.scatter_rows(rows), expected)
 
 def _factorised_sweep(problem, state, name, evidence):
     """One sequential pass of mean-field updates q(z_t) over t = 1..T with q(θ) and the other

@@ -30,7 +30,6 @@ from ppl.families import (
     Wishart,
 )
 from ppl.families.base import diagonal_of
-from ppl.families.lognormal import LogNormal
 
 PLATES = (3, 2)
 D = 3  # MvNormal / Wishart dimension

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ppl
+from test_binding import csv_file
 
 READERS = {
     "a GLM predictor": ("data x: real[N]\ndata y: int[N]\nb ~ Normal(0, 1)\nx ~ Normal(0, 1)\n"
@@ -22,18 +23,15 @@ READERS = {
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_a_read_variable_with_an_empty_cell_is_refused(tmp_path, reader):
     text, csv, name, row, by = READERS[reader]
-    path = tmp_path / "data.csv"
-    path.write_text(csv)
     with pytest.raises(ppl.DataError) as caught:
-        ppl.compile(text).infer(path)
+        ppl.compile(text).infer(csv_file(tmp_path, csv))
     assert (caught.value.code, caught.value.column, caught.value.row) == ("E418", name, row)
     assert f"read by `{by}`" in str(caught.value)
 
 
 def test_a_response_that_nothing_reads_is_still_imputed(tmp_path):
-    path = tmp_path / "data.csv"
-    path.write_text("x,y\n1,2\n2,\n3,5\n")
-    posterior = ppl.compile("data x: real[N]\ndata y: real[N]\nw ~ Normal(0, 1)\ny ~ Normal(w * x, 1)\n").infer(path)
+    posterior = ppl.compile("data x: real[N]\ndata y: real[N]\nw ~ Normal(0, 1)\ny ~ Normal(w * x, 1)\n").infer(
+        csv_file(tmp_path, "x,y\n1,2\n2,\n3,5\n"))
     assert posterior.converged
 
 
