@@ -128,22 +128,25 @@ def fit_floor(train, sweeps, seed=SEED, inner=INNER, tol=LOCAL_TOL, on_sweep=Non
         b = np.exp(digamma(lam) - digamma(lam.sum(axis=1, keepdims=True)))[:, x.indices].T  # nonzeros × K
         elog = np.tile(digamma(np.full(K, ALPHA)) - digamma(K * ALPHA), (d, 1))
         left, live, data, part, lengths = np.arange(d), np.ones(d, bool), x.data, b, np.diff(x.indptr)
+        current = elog.copy()  # E[log θ] of the documents left (into `elog` when some leave, and at the end)
         scaled = _runs(data, lengths)
         for _ in range(inner - 1):
-            theta = np.exp(elog[left])
+            theta = np.exp(current)
             np.divide(data, np.einsum("tk,tk->t", np.repeat(theta, lengths, axis=0), part), out=scaled.data)
             gamma = ALPHA + theta * (scaled @ part)  # Σ_w x_dw b_w/(θ'·b_w) with the division on the nonzeros
             new = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
-            moving = live & (np.max(np.abs(new - elog[left]) / (1 + np.abs(elog[left])), axis=1) >= tol)
-            elog[left[live]] = new[live]
+            moving = live & (np.max(np.abs(new - current) / (1 + np.abs(current)), axis=1) >= tol)
+            np.copyto(current, new, where=live[:, None])
             live = moving
             if not moving.any():
                 break
             if moving.sum() < 0.9 * len(left):  # settled documents leave the products, by masks over the nonzeros
+                elog[left] = current
                 keep = np.repeat(moving, lengths)
-                left, live, lengths = left[moving], live[moving], lengths[moving]
+                left, live, lengths, current = left[moving], live[moving], lengths[moving], current[moving]
                 data, part = data.compress(keep), part.compress(keep, axis=0)
                 scaled = _runs(data, lengths)
+        elog[left] = current
         resp = np.exp(elog)[doc] * b
         resp *= (x.data / resp.sum(axis=1))[:, None]
         lam = ETA + (by_word @ resp).T  # the expected counts, one sparse product
