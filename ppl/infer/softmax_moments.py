@@ -29,8 +29,8 @@ import numpy as np
 NODE_BUDGET = 1728  # nodes of the product rule over the K − 1 differences (12³)
 MAX_NODES, MIN_NODES = 128, 10  # per axis; fewer than MIN_NODES switches to common random numbers
 CRN_DRAWS, CRN_SEED = 4096, 20240611
-CHUNK = 1_000_000  # floats per block of rows × draws × K (the fixed draws)
-BLOCK = 65_536  # floats per block of rows × nodes (the product rule): 512 KB buffers
+BLOCK = 262_144  # floats per block of rows × nodes (× K for the draws): 2 MB temporaries, not a fresh
+# array of the whole problem per call (a first touch of fresh memory costs a page fault per 4 KB)
 WIDE = 600.0  # largest exponent Σ_l |L_jl| max|ε| of the separable products (e^709 overflows)
 
 
@@ -95,8 +95,7 @@ def _differences(m, v):
 
 def _product(ref, others, chol, mu, m_ref, x, w, at, lse, p1, p2):
     """Fill rows `at` of lse (and p1, p2) by the separable product rule over the differences, a
-    block of `BLOCK` floats at a time in buffers made once per call (fresh temporaries of a few
-    MB each would cost page faults on every call)."""
+    block of `BLOCK` floats at a time in buffers made once per call."""
     dims, n = chol.shape[-1], len(x)
     size = n ** dims
     rows = max(1, BLOCK // size)
@@ -162,18 +161,29 @@ _DRAWS: dict = {}
 
 
 def _sampled(m, v, at, lse, p1, p2):
-    """Fill rows `at` by the log-domain average over the fixed draws η = m + √v ε."""
+    """Fill rows `at` by the log-domain average over the fixed draws η = m + √v ε, a block of rows
+    at a time in buffers made once per call."""
     along, weights = _draws(m.shape[-1])
     s = np.sqrt(v)
-    rows = max(1, CHUNK // along.size)
+    rows = max(1, BLOCK // along.size)
+    eta, scratch = np.empty((2, min(rows, len(m))) + along.shape)
+    top, total = np.empty((2, min(rows, len(m)), along.shape[1]))
     for lo in range(0, len(m), rows):
         sl, where = slice(lo, lo + rows), at[lo:lo + rows]
-        eta = m[sl, :, None] + s[sl, :, None] * along  # (r, K, S)
-        top = eta.max(1)
-        e = np.exp(eta - top[:, None, :])
-        total = e.sum(1)
-        lse[where] = (top + np.log(total)) @ weights
+        r = len(where)
+        e, t, z = eta[:r], top[:r], total[:r]
+        np.multiply(s[sl, :, None], along, out=e)
+        e += m[sl, :, None]
+        np.max(e, axis=1, out=t)
+        e -= t[:, None, :]
+        np.exp(e, out=e)
+        np.sum(e, axis=1, out=z)
         if p1 is not None:
-            p = e / total[:, None, :]
-            p1[where] = p @ weights
-            p2[where] = (p * (1 - p)) @ weights
+            e /= z[:, None, :]  # p at every draw
+            p1[where] = e @ weights
+            q = np.subtract(1.0, e, out=scratch[:r])
+            q *= e
+            p2[where] = q @ weights
+        np.log(z, out=z)
+        z += t
+        lse[where] = z @ weights
