@@ -26,13 +26,13 @@ TIGHT = {"tol": 1e-12, "mean_tol": 1e-9, "max_iter": 3000, "accelerate": False}
 
 # one model per family of deterministic rules: conjugate VMP (a hierarchy, a mixture, a
 # regression with ARD, discrete latent classes, LDA's restarted batch), NC-VMP GLMs (hierarchical
-# logistic, Poisson, ordinal), a bounded-GLM run, a Gaussian process, a Gaussian chain, a
-# stick-breaking softmax and a bilinear factor model
+# logistic, Poisson, ordinal), a bounded-GLM run, a Gaussian process, a Gaussian chain, a softmax
+# by NC-VMP's quadrature (the default) and by stick-breaking, and a bilinear factor model
 DETERMINISTIC = [("eight_schools", {}), ("gmm", {}), ("linear_regression_ard", {}), ("latent_class", {}), ("lda", {}),
                  ("hierarchical_logistic", {}), ("poisson_regression", {}), ("ordinal_regression", {}),
                  ("logistic_regression", {"methods": {"y": "jaakkola"}}), ("gp_classification", {}),
                  ("kalman_bernoulli", {"methods": {"y[t]": "ncvmp"}}),
-                 ("multinomial_logistic", {"methods": {"y": "bound:stick"}}),
+                 ("multinomial_logistic", {}), ("multinomial_logistic", {"methods": {"y": "bound:stick"}}),
                  ("binary_fa", {"methods": {"y": "jaakkola"}})]
 
 
@@ -48,7 +48,8 @@ def max_z(a, b) -> float:
                             np.maximum(np.asarray(b[v].sd, dtype=float), 1e-6))) for v in b.marginals)
 
 
-@pytest.mark.parametrize("name,options", DETERMINISTIC, ids=[d[0] for d in DETERMINISTIC])
+@pytest.mark.parametrize("name,options", DETERMINISTIC,
+                         ids=["-".join([name, *options.get("methods", {}).values()]) for name, options in DETERMINISTIC])
 def test_default_run_lands_within_1e_6_nats_of_the_fixed_point(name, options):
     default, tight = fit(name, **options), fit(name, **options, **TIGHT)
     assert default.converged

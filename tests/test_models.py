@@ -132,7 +132,7 @@ EDGES = {
                               ("b[g]", "tau_b"): V, ("y[n]", "a"): N, ("y[n]", "b"): N},
     "gp_classification": {("f", "f"): V, ("y[n]", "f"): N},
     "poisson_regression": {("w", "w"): V, ("y", "w"): N},
-    "multinomial_logistic": {("w[k]", "w"): V, ("y[n]", "w"): C},
+    "multinomial_logistic": {("w[k]", "w"): V, ("y[n]", "w"): N},
     "lda": {("theta[d]", "theta"): V, ("beta[k]", "beta"): V, ("z[t]", "z"): V, ("z[t]", "theta"): V,
             ("word[t]", "beta"): V, ("word[t]", "z"): V},
     "ctm": {("mu", "mu"): V, ("Lambda", "Lambda"): V, ("eta[d]", "eta"): V, ("eta[d]", "mu"): V,
@@ -145,11 +145,11 @@ EDGES = {
     "binary_fa": {("z[n]", "z"): V, ("lam[j]", "lam"): V, ("c[j]", "c"): V,
                   ("y[n, j]", "z"): N, ("y[n, j]", "lam"): N, ("y[n, j]", "c"): N},
     "categorical_fa": {("z[n]", "z"): V, ("lam[j, c]", "lam"): V, ("b[j, c]", "b"): V, ("y[n, j]", "y"): V,
-                       ("y[n, j]", "z"): C, ("y[n, j]", "lam"): C, ("y[n, j]", "b"): C},
+                       ("y[n, j]", "z"): N, ("y[n, j]", "lam"): N, ("y[n, j]", "b"): N},
     "mixed_fa": {("z[n]", "z"): V, ("u[j]", "u"): V, ("a[j]", "a"): V, ("lam[j, c]", "lam"): V,
                  ("b[j, c]", "b"): V, ("w[j]", "w"): V, ("d[j]", "d"): V, ("y[n, j]", "y"): V,
                  ("x[n, j]", "z"): N, ("x[n, j]", "u"): N, ("x[n, j]", "a"): N,
-                 ("y[n, j]", "z"): C, ("y[n, j]", "lam"): C, ("y[n, j]", "b"): C,
+                 ("y[n, j]", "z"): N, ("y[n, j]", "lam"): N, ("y[n, j]", "b"): N,
                  ("r[n, j]", "z"): N, ("r[n, j]", "w"): N, ("r[n, j]", "d"): N},
     "latent_class": {("pi", "pi"): V, ("phi[k, j]", "phi"): V, ("z[n]", "z"): V, ("z[n]", "pi"): V,
                      ("x[n, j]", "phi"): V, ("x[n, j]", "z"): V},
@@ -306,8 +306,8 @@ def test_gp_and_poisson_links():
     assert "exp link" in tag["reason"]
 
 
-def test_softmax_edges_are_cvi_for_an_observed_class_and_laplace_for_a_latent_topic():
-    for name, factor, variable, rule in (("multinomial_logistic", "y[n]", "w", "cvi"),
+def test_softmax_edges_are_ncvmp_for_an_observed_class_and_laplace_for_a_latent_topic():
+    for name, factor, variable, rule in (("multinomial_logistic", "y[n]", "w", "ncvmp"),
                                          ("ctm", "z[t]", "eta", "laplace")):
         tag = edge(name, factor, variable)
         assert tag["rule"] == rule and "softmax" in tag["reason"], name

@@ -265,7 +265,7 @@ def default_run(tmp_path_factory):
 def test_iris_runs_from_the_command_line_and_classifies(iris, default_run):
     result, out = default_run
     assert result.returncode == 0, result.stderr
-    assert "rules: cvi, vmp" in result.stdout
+    assert "rules: ncvmp, vmp" in result.stdout
     document = json.loads(out.read_text())
     means = np.asarray(document["variables"]["w"]["mean"])
     _, x, y = iris
@@ -299,5 +299,21 @@ def test_bohning_on_iris_is_monotone_and_below_the_elbo_of_its_own_q(iris, defau
     assert bound < exact - 1.0
     assert post.elbo < post.elbo - bound + exact
     result, _ = default_run
-    cvi_elbo = float(result.stdout.split("ELBO ")[1].split()[0])
-    assert post.elbo < cvi_elbo
+    default_elbo = float(result.stdout.split("ELBO ")[1].split()[0])  # ncvmp's, the default
+    assert post.elbo < default_elbo
+
+
+@pytest.mark.parametrize("rule", ["ncvmp", "cvi"])
+def test_a_row_of_zero_covariates_is_an_exact_margin_not_an_internal_error(rule):
+    """Its logits are 0 on every class with no variance: the row adds log(1/K) to the ELBO."""
+    table = pd.DataFrame({"intercept": [1.0, 1.0, 0.0, 1.0, 1.0], "sepal_length": [0.3, -1.2, 0.0, 0.8, 0.1],
+                          "sepal_width": [-0.5, 0.4, 0.0, 1.1, -0.9], "species": ["a", "b", "a", "a", "c"]})
+    model = ppl.compile(SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = model.infer(table, seed=0, methods={"y": rule})
+        rest = model.infer(table.drop(index=2), seed=0, methods={"y": rule}, tol=1e-10)
+    assert np.isfinite(post.elbo)
+    if rule == "ncvmp":  # the zero row's site has zero weight: the rest of the fit is unchanged
+        post = model.infer(table, seed=0, methods={"y": rule}, tol=1e-10)
+        assert post.elbo - rest.elbo == pytest.approx(np.log(1 / 3), abs=1e-6)

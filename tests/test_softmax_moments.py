@@ -116,3 +116,21 @@ def test_many_classes_average_the_same_fixed_draws_every_call():
         np.testing.assert_array_equal(a, b)
     for got, want in zip(first, _brute(m, v, 8)):
         np.testing.assert_allclose(got, want, rtol=0, atol=0.03)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_exact_margins_give_the_softmax_itself(k):
+    """v = 0 on every class (a row whose covariates are all zero) has a singular covariance of the
+    differences: the averages are then lse(m), softmax(m) and its p(1 − p), not a LinAlgError."""
+    m = np.linspace(-0.4, 0.5, k)[None, :]
+    lse, p, q = averages(m, np.zeros_like(m))
+    np.testing.assert_allclose(lse, logsumexp(m, -1), rtol=1e-14)
+    np.testing.assert_allclose(p, softmax(m, -1), rtol=1e-13)
+    np.testing.assert_allclose(q, softmax(m, -1) * (1 - softmax(m, -1)), rtol=1e-13)
+
+
+def test_the_factor_of_the_differences_is_lapacks_where_lapack_can_factor():
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(30, 3, 3))
+    cov = a @ a.transpose(0, 2, 1)
+    np.testing.assert_allclose(softmax_moments._cholesky(cov), np.linalg.cholesky(cov), rtol=0, atol=1e-12)

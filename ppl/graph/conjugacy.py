@@ -55,7 +55,10 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(("Categorical",), ("probs",), GAUSSIAN, ("link:softmax",), "laplace", None,
             "softmax link is not conjugate to Gaussian `{var}` and the category is latent; Laplace VI "
             "(Wang & Blei) gives each group of `{var}` a full-covariance Gaussian", "latent"),
-    Pattern(("Categorical", "Multinomial"), ("probs",), GAUSSIAN, ("link:softmax",), "cvi", None,
+    Pattern(("Categorical",), ("probs",), GAUSSIAN, ("link:softmax",), "ncvmp", None,
+            "softmax link is not conjugate to Gaussian `{var}`; its expectations are a deterministic "
+            "quadrature over the K − 1 logit differences"),
+    Pattern(("Multinomial",), ("probs",), GAUSSIAN, ("link:softmax",), "cvi", None,
             "softmax link is not conjugate to Gaussian `{var}`; its K-dimensional expectation "
             "is estimated by Monte Carlo"),
     Pattern(("OrderedLogistic",), ("eta",), GAUSSIAN, ("identity", "scaled", "linear"), "ncvmp", None,

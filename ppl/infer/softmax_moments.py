@@ -16,10 +16,9 @@ With n nodes per axis (`nodes_per_axis`: 128 for K = 2, 41 for K = 3, 12 for K =
 error of the three averages against a far finer grid, margins N(m, v) with m ~ N(0, 4) and v
 uniform up to 1 (3, 10), is 2e-15 (2e-12, 5e-7) for K = 2, 3e-11 (3e-7, 2e-4) for K = 3 and
 4e-6 (9e-4, 6e-3) for K = 4: the softmax turns on a unit scale, which wide margins resolve
-less well. For
-K ≥ 5 the grid would be too coarse, and the average is over 4096 fixed antithetic standard-normal
-draws shared by every call (common random numbers: a smooth, deterministic function of (m, v),
-but only as accurate as 4096 draws).
+less well. For K ≥ 5 the grid would be too coarse, and the average is over 4096 fixed antithetic
+standard-normal draws shared by every call (common random numbers: a smooth, deterministic
+function of (m, v), but only as accurate as 4096 draws).
 """
 
 from __future__ import annotations
@@ -49,7 +48,8 @@ def averages(m, v, derivatives: bool = True):
     if k == 1:  # one class: lse(η) = η, p = 1
         lse[:] = flat_m[:, 0]
         if derivatives:
-            p1.fill(1.0), p2.fill(0.0)
+            p1.fill(1.0)
+            p2.fill(0.0)
     else:
         n = nodes_per_axis(k)
         wide = np.ones(len(flat_m), bool)
@@ -90,7 +90,20 @@ def _differences(m, v):
     m_ref, v_ref = m[rows, ref], v[rows, ref]
     mu = m[rows[:, None], others] - m_ref[:, None]
     cov = v[rows[:, None], others][:, :, None] * np.eye(k - 1) + v_ref[:, None, None]
-    return ref, others, np.linalg.cholesky(cov), mu, m_ref
+    return ref, others, _cholesky(cov), mu, m_ref
+
+
+def _cholesky(cov):
+    """Lower factors of a stack of small positive semi-definite matrices: a zero pivot (every
+    margin of a row exact, v = 0, as on a row whose covariates are all zero) gives a zero column,
+    where LAPACK's factorisation would refuse the matrix."""
+    chol = np.zeros_like(cov)
+    for j in range(cov.shape[-1]):
+        pivot = np.sqrt(np.maximum(cov[:, j, j] - np.sum(chol[:, j, :j] ** 2, -1), 0.0))
+        chol[:, j, j] = pivot
+        below = cov[:, j + 1:, j] - np.einsum("ril,rl->ri", chol[:, j + 1:, :j], chol[:, j, :j])
+        chol[:, j + 1:, j] = np.divide(below, pivot[:, None], out=np.zeros_like(below), where=pivot[:, None] > 0)
+    return chol
 
 
 def _product(ref, others, chol, mu, m_ref, x, w, at, lse, p1, p2):
