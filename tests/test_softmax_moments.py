@@ -94,7 +94,7 @@ def test_lead_axes_and_chunks_give_the_rows_alone(monkeypatch):
         np.testing.assert_allclose(a.reshape(b.shape), b, rtol=1e-14, atol=1e-15)
 
 
-def test_wide_margins_go_to_the_fixed_draws_and_stay_finite():
+def test_wide_margins_go_to_the_fixed_points_and_stay_finite():
     """A margin with sd 300 would overflow the separable products (e^{L ε} at ε ≈ 12): that row is
     averaged over the fixed draws in the log domain, the others keep the product rule."""
     m, v = _margins(3, rows=6, seed=9)
@@ -109,13 +109,15 @@ def test_wide_margins_go_to_the_fixed_draws_and_stay_finite():
     np.testing.assert_allclose(lse[2], logsumexp(eta, 0) @ weights, rtol=1e-12)
 
 
-def test_many_classes_average_the_same_fixed_draws_every_call():
+def test_many_classes_average_the_same_quasi_random_points_every_call():
+    """K = 6: 2048 scrambled Sobol points, within 3e-4 of a 10^6-node product rule (4096
+    pseudo-random draws erred by about 5e-3)."""
     m, v = _margins(6, rows=5, seed=11)
     first, second = averages(m, v), averages(m.copy(), v.copy())
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)
-    for got, want in zip(first, _brute(m, v, 8)):
-        np.testing.assert_allclose(got, want, rtol=0, atol=0.03)
+    for got, want in zip(first, _brute(m, v, 10)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-3)
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])

@@ -8,7 +8,7 @@ only g1_k = ∂E[log f]/∂m_k and g2_k = 2 ∂E[log f]/∂v_k: one scalar Gauss
 
 - `expected`: E[lse] by a product Gauss–Hermite rule over the K − 1 differences η_j − η_r
   (`ppl.infer.softmax_moments`: deterministic to about 5e-12 for K ≤ 3 and 5e-6 for K = 4
-  while every v_k ≤ 1; fixed common random numbers for K ≥ 5); g1 = y − E[p(η)],
+  while every v_k ≤ 1; fixed quasi-random points for K ≥ 5); g1 = y − E[p(η)],
   g2 = −E[p(1 − p)] (Bonnet's and Price's theorems) by the same nodes;
 - `monte_carlo`: (g1, g2) from `samples` fresh reparameterised draws η = m + √v ε (CVI);
 - `laplace`: the same term, derivatives of log f at m (Newton steps; the fixed point is the MAP);
@@ -44,7 +44,7 @@ def _pick(m, y):
 
 
 def expected(y, m, v):
-    """(E[log f], g1, g2), deterministic: product Gauss–Hermite, or fixed common random numbers."""
+    """(E[log f], g1, g2), deterministic: product Gauss–Hermite, or fixed quasi-random points."""
     m, v = np.broadcast_arrays(np.asarray(m, dtype=float), np.asarray(v, dtype=float))
     lse, p1, p2 = averages(m, v)
     return _pick(m, y) - lse, onehot(y, m.shape[-1]) - p1, -p2
