@@ -30,6 +30,7 @@ from ppl.families import (
     Wishart,
 )
 from ppl.families.base import diagonal_of
+from ppl.families.categorical import indicator_sd
 
 PLATES = (3, 2)
 D = 3  # MvNormal / Wishart dimension
@@ -490,6 +491,17 @@ def test_categorical_zero_probability_category_is_handled():
         np.testing.assert_allclose(fam.kl(nat, fam.natural(probs=np.full(3, 1 / 3))), np.log(3) - np.log(2))
     assert fam.valid(nat)
     assert not np.any(fam.sample(nat, np.random.default_rng(0), n=10_000) == 1)
+
+
+def test_a_near_certain_category_keeps_the_sd_of_its_indicator():
+    """p = (1 − 1e-17, 1e-17) is stored as (1, 1e-17): √(p(1 − p)) would give the first category sd
+    0; summing the other categories gives √1e-17 for both, as the exact indicator sds are."""
+    p = np.array([[1.0, 1e-17, 0.0], [0.2, 0.3, 0.5]])
+    sd = indicator_sd(p)
+    np.testing.assert_allclose(sd[0], [np.sqrt(1e-17), np.sqrt(1e-17), 0.0], rtol=1e-15)
+    np.testing.assert_allclose(sd[1], np.sqrt(p[1] * (1 - p[1])), rtol=1e-15)
+    fam = Categorical(3)
+    np.testing.assert_allclose(fam.sd(fam.natural(probs=p[1])), sd[1], rtol=1e-15)
 
 
 def test_binomial_trials_broadcast_and_validation():

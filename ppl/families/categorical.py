@@ -109,8 +109,7 @@ class Categorical(ExponentialFamily):
 
     def sd(self, nat) -> np.ndarray:
         """√(p(1 − p)) per category (indicator standard deviations)."""
-        p = self.to_mean(nat)
-        return np.sqrt(p * (1.0 - p))
+        return indicator_sd(self.to_mean(nat))
 
     def quantiles(self, nat, qs) -> np.ndarray:
         """Quantiles of the code: smallest k with CDF(k) ≥ q; shape (len(qs),) + plates."""
@@ -122,3 +121,14 @@ class Categorical(ExponentialFamily):
         nat = np.asarray(nat, float)
         ok = ~np.isnan(nat) & (nat < np.inf)
         return np.all(ok, axis=-1) & np.any(np.isfinite(nat), axis=-1)
+
+
+def indicator_sd(p) -> np.ndarray:
+    """√(p_k (1 − p_k)) for category probabilities p (last axis), with 1 − p_k summed from the other
+    categories rather than subtracted from 1: a near-certain category (p_k = 1 − 1e-17, stored as 1)
+    keeps the sd √(1e-17) of its indicator instead of 0."""
+    p = np.asarray(p, dtype=float)
+    zero = np.zeros(p.shape[:-1] + (1,))
+    before = np.concatenate([zero, np.cumsum(p[..., :-1], axis=-1)], -1)  # Σ_{j<k}, never minus p_k
+    after = np.concatenate([np.flip(np.cumsum(np.flip(p[..., 1:], -1), axis=-1), -1), zero], -1)  # Σ_{j>k}
+    return np.sqrt(p * (before + after))

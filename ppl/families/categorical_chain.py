@@ -22,6 +22,7 @@ import numpy as np
 
 from . import forward_backward as fb
 from .base import ExponentialFamily, dot_last, leading, qs_column, require_count
+from .categorical import indicator_sd
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ class CategoricalChain(ExponentialFamily):
     def location_of_moments(self, mean) -> tuple:
         """(mean, sd) of the one-hot z_t from E[t(z)] (a state's cached moments): no forward–backward."""
         p = np.asarray(mean)[..., : self.k]
-        return p, np.sqrt(p * (1.0 - p))
+        return p, indicator_sd(p)
 
     def quantiles(self, nat, qs) -> np.ndarray:
         cdf = np.cumsum(self.mean(nat), axis=-1)
