@@ -317,3 +317,18 @@ def test_a_row_of_zero_covariates_is_an_exact_margin_not_an_internal_error(rule)
     if rule == "ncvmp":  # the zero row's site has zero weight: the rest of the fit is unchanged
         post = model.infer(table, seed=0, methods={"y": rule}, tol=1e-10)
         assert post.elbo - rest.elbo == pytest.approx(np.log(1 / 3), abs=1e-6)
+
+
+def test_wide_margins_update_every_class():
+    """Covariates of sd 30 make the prior's margins wide (sd up to about 75): each class's sites
+    must stay finite, so every class's weights move off the prior on the first sweep (the sites of
+    two classes were NaN once, and the run stopped at sweep 2 with those classes at the prior)."""
+    rng = np.random.default_rng(0)
+    b = rng.normal(size=60)
+    table = pd.DataFrame({"intercept": 1.0, "sepal_length": 30 * b, "sepal_width": 0.0,
+                          "species": np.where(b > 0.5, "p", np.where(b < -0.5, "r", "q"))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = ppl.compile(SMALL).infer(table, seed=0, max_iter=5)
+    assert np.isfinite(post.trace).all() and post.iterations == 5
+    assert np.all(np.abs(np.asarray(post["w"].mean)[:, :2]).max(axis=1) > 1e-3)

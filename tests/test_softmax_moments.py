@@ -136,3 +136,20 @@ def test_the_factor_of_the_differences_is_lapacks_where_lapack_can_factor():
     a = rng.normal(size=(30, 3, 3))
     cov = a @ a.transpose(0, 2, 1)
     np.testing.assert_allclose(softmax_moments._cholesky(cov), np.linalg.cholesky(cov), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_margins_just_narrow_enough_for_the_products_give_finite_probabilities(k):
+    """Exponents up to `WIDE` (e^600) at the nodes: e^{d_j} times the rest of the total would
+    overflow (e^1200); p_j and 1 − p_j are formed as ratios to the total first."""
+    x, _ = softmax_moments._axis(softmax_moments.nodes_per_axis(k))
+    m = np.zeros((1, k))
+
+    def exponent(v):  # the largest exponent of the separable products, which `WIDE` bounds
+        return np.abs(softmax_moments._differences(m, np.full((1, k), v))[2]).sum(-1).max() * np.abs(x).max()
+    v = np.full((1, k), (0.99 * softmax_moments.WIDE / exponent(1.0)) ** 2)
+    assert 0.98 * softmax_moments.WIDE < exponent(v[0, 0]) <= softmax_moments.WIDE  # the product rule runs
+    lse, p, q = averages(m, v)
+    assert np.isfinite(lse).all() and np.isfinite(p).all() and np.isfinite(q).all()
+    np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-12)
+    assert (q >= 0).all() and (q <= p + 1e-15).all()

@@ -144,16 +144,17 @@ def _block(ref, others, chol, mu, m_ref, x, weight, at, lse, p1, p2, buffers):
     lse[at] = m_ref + np.log(total, out=scratch).reshape(r, -1) @ weight
     if p1 is None:
         return
-    inv, inv2, share = full[4], full[5], full[6]
-    np.divide(weight.reshape((1,) + (n,) * dims), total, out=inv)
-    np.divide(inv, total, out=inv2)
-    p1[at, ref] = inv.reshape(r, -1).sum(-1)
-    p2[at, ref] = np.multiply(rest, inv2, out=scratch).reshape(r, -1).sum(-1)
+    ref_p, own, share = full[4], full[5], full[6]  # every factor a probability: no product overflows
+    np.divide(1.0, total, out=ref_p)  # the reference's p at every node
+    p1[at, ref] = ref_p.reshape(r, -1) @ weight
+    np.multiply(rest, ref_p, out=scratch)  # its 1 − p, summed from the other classes: no cancelling
+    p2[at, ref] = np.multiply(scratch, ref_p, out=scratch).reshape(r, -1) @ weight
     for j, term in enumerate(terms):
+        np.multiply(term, ref_p, out=own)  # p_j
+        p1[at, others[:, j]] = own.reshape(r, -1) @ weight
         _sum_into(share, 1.0, terms[:j] + terms[j + 1:])
-        p1[at, others[:, j]] = np.multiply(term, inv, out=scratch).reshape(r, -1).sum(-1)
-        np.multiply(term, share, out=scratch)  # e^{d_j} times the total less e^{d_j}: no cancelling
-        p2[at, others[:, j]] = np.multiply(scratch, inv2, out=scratch).reshape(r, -1).sum(-1)
+        np.multiply(share, ref_p, out=share)  # 1 − p_j, from the other classes
+        p2[at, others[:, j]] = np.multiply(own, share, out=own).reshape(r, -1) @ weight
 
 
 def _sum_into(out, start: float, terms):
