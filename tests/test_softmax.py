@@ -332,3 +332,20 @@ def test_wide_margins_update_every_class():
         post = ppl.compile(SMALL).infer(table, seed=0, max_iter=5)
     assert np.isfinite(post.trace).all() and post.iterations == 5
     assert np.all(np.abs(np.asarray(post["w"].mean)[:, :2]).max(axis=1) > 1e-3)
+
+
+def test_a_nan_site_is_a_located_breakdown_not_a_silent_fixed_point(monkeypatch):
+    """A damped Gaussian whose messages hold NaN used to keep its λ after every halving of the
+    step, so the run looked converged; now it is E502 at the variable, naming the factor."""
+    real = rules.expected
+
+    def broken(y, m, v):
+        term, g1, g2 = real(y, m, v)
+        g2 = g2.copy()
+        g2[..., 1] = np.nan
+        return term, g1, g2
+    monkeypatch.setattr(rules, "expected", broken)
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(SMALL).infer(str(DATA), seed=0, max_iter=3)
+    assert error.value.code == "E502" and "q(w)" in error.value.message and "NaN" in error.value.message
+    assert error.value.span.source.line(error.value.span.line).lstrip().startswith("w[k]")
