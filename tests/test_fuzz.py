@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 import fuzz_inputs
 from model_texts import CHAIN, MIXTURE
 import ppl
+from ppl.infer.factors.joint import key_variable
 
 FAST = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 END_TO_END = settings(max_examples=300, deadline=None, derandomize=True,
@@ -323,6 +324,9 @@ def _csv(tmp_path, text: str):
      "for t in 2..T {\n  x[t] ~ Normal(a * x[t-1], 10.0)\n}\na ~ Normal(1e8, 1)\n", "y\n1\n0\n1\n0\n1\n1\n"),
     # a mixture's data point at 1e300: a component's precision is not PD
     (MIXTURE, "eruptions,waiting\n-1.2244,1.5547\n0.5343,1.3962\n1e300,-1\n"),
+    # seed 2054461: a covariate of 1e300 sends NaN to a Gaussian block, whose q is keyed `[b, w]`
+    ("data X: real[N, D]\ndata y: bool[N]\nw: real[D] ~ MvNormal(zeros(D), eye(D))\nb ~ Normal(0, 0.1)\n"
+     "eta = X @ w + b\ny ~ Bernoulli(logistic(eta))\nblock (b, w)\n", "X1,X2,X3,X4,y\n1e300,-3.5828,-0.3985,-2.2144,1\n"),
 ])
 def test_numerical_breakdown_is_a_located_error(model, data, tmp_path):
     """Found by (d): overflowing natural parameters ended in LinAlgError or ValueError inside a
@@ -332,7 +336,7 @@ def test_numerical_breakdown_is_a_located_error(model, data, tmp_path):
         ppl.compile(model).infer(_csv(tmp_path, data), seed=0, max_iter=3)
     assert error.value.code in ("E502", "E500") and error.value.span is not None
     if error.value.code == "E502":
-        name = error.value.message.partition("q(")[2].partition(")")[0]
+        name = key_variable(error.value.message.partition("q(")[2].partition(") broke down")[0])  # `[b, w]`: b
         assert error.value.span.source.line(error.value.span.line)[error.value.span.column - 1:].startswith(name)
 
 

@@ -25,8 +25,9 @@ def group_key(group) -> str:
 
 
 def key_variable(name: str) -> str:
-    """The variable a q is named after: itself, or the mean of a `@joint` group keyed `(mu, Lambda)`."""
-    return name.strip("()").split(",")[0].strip()
+    """The variable a q is named after: itself, the mean of a `@joint` group keyed `(mu, Lambda)`,
+    or the first member of a Gaussian block keyed `[b, w]`."""
+    return name.strip("()[]").split(",")[0].strip()
 
 
 def _scale_of(owner, expr, partner: str):
