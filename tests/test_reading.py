@@ -105,6 +105,17 @@ def test_dataframe_and_parquet_bind_as_their_csv(tmp_path):
     assert_same_dataset(from_csv, MODEL.bind(tmp_path / "data.parquet"))
 
 
+def test_a_parquet_category_column_binds_as_its_csv(tmp_path):
+    """pandas writes a `category` column as an Arrow dictionary with int8 indices (int16 past
+    127 levels): its codes are read at their own width, not as int32 (which read four codes as
+    one and indexed out of bounds)."""
+    path = csv_file(tmp_path, "x,k,b,g,y\n0.5,1,true,north,1.0\n-10,2,0,south,NA\n2,3,FALSE,west,2.5\n4,5,1,north,3\n")
+    from_csv = MODEL.bind(path)
+    frame = pd.read_csv(path).astype({"g": "category"})
+    frame.to_parquet(tmp_path / "data.parquet")
+    assert_same_dataset(from_csv, MODEL.bind(tmp_path / "data.parquet"))
+
+
 def cli_error(tmp_path, capsys, model_text: str, csv_text: str, *args) -> str:
     """The first line of stderr of `ppl check`, after asserting exit code 1 and no traceback."""
     model = tmp_path / "m.vim"

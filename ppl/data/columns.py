@@ -84,8 +84,11 @@ def dictionary_column(chunked, na: tuple) -> Coded:
     chunked = chunked.unify_dictionaries() if chunked.num_chunks else chunked
     if chunked.num_chunks == 0:
         return Coded(np.zeros(0, np.int32), np.zeros(0, object))
+    import pyarrow as pa
+
     labels = chunked.chunk(0).dictionary.to_pylist()
-    codes = np.concatenate([arrow_values(c.indices, np.int32, -1) for c in chunked.chunks])
+    # indices at their own width (pandas writes a `category` as int8), as int32
+    codes = np.concatenate([arrow_values(c.indices.cast(pa.int32()), np.int32, -1) for c in chunked.chunks])
     return Coded.of(codes.astype(np.int32, copy=False), labels, na)
 
 
