@@ -35,12 +35,15 @@ class Prediction:
     source: str
 
     def __getitem__(self, name: str):
-        """A response's predictive as a DataFrame (one row per cell, NaN where given), or a local's q."""
+        """A response's predictive as a DataFrame (one row per cell, NaN where given; a vector
+        response's cells indexed by (row, coordinate), 0-based as in `cells`), or a local's q."""
         if name in self.locals:
             return self.locals[name]
         import pandas as pd
-        return pd.DataFrame({k: v.reshape(v.shape[0], -1)[:, 0] if v.ndim > 1 else v
-                             for k, v in self.cells[name].items()})
+        cell = self.cells[name]
+        shape = cell["mean"].shape
+        index = pd.MultiIndex.from_product([range(n) for n in shape]) if len(shape) > 1 else None
+        return pd.DataFrame({k: v.reshape(-1) for k, v in cell.items()}, index=index)
 
     def table(self):
         """One row per predicted cell and per element of a local (a DataFrame): `variable` labels
