@@ -30,3 +30,15 @@ def test_a_vector_response_frame_has_a_row_per_cell(mixture):
         np.testing.assert_array_equal(frame[column].to_numpy(), pred.cells["x"][column].reshape(-1))
     assert frame.loc[(1, 1), "mean"] == pred.cells["x"]["mean"][1, 1]
     assert frame["mean"].notna().sum() == 4  # the two empty rows' coordinates; the given rows NaN
+
+
+def test_scoring_data_without_responses_says_there_is_nothing_to_score(tmp_path, capsys):
+    """New rows with no response value: no log density of 0 over 0 cells, but what is missing."""
+    model, post = "models/linear_regression.vim", str(tmp_path / "post.json")
+    assert main(["infer", model, "models/linear_regression.csv", "--seed", "0", "--quiet", "--output", post]) == 0
+    pd.DataFrame({"x1": [0.1], "x2": [0.2], "x3": [0.3], "y": [np.nan]}).to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    assert main(["score", model, post, str(tmp_path / "new.csv")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == "nothing to score: the new data leave every response cell empty (y); give the observed values to score them"
+    assert not any("log predictive density" in line for line in out)
