@@ -7,6 +7,7 @@ pyarrow; a pandas DataFrame as it is."""
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 
@@ -26,6 +27,11 @@ def open_data(data, name: str | None, na: tuple):
     pandas makes them), `.duplicates` (names given twice) and `.read(kinds) -> {column: array}`."""
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
         return FrameReader(data, name or "DataFrame", na)
+    if not isinstance(data, (str, os.PathLike)):
+        kind = type(data).__name__
+        raise DataError("E811", f"cannot read data of type {kind}: give a CSV or Parquet path, a pandas "
+                        "DataFrame or a dict of arrays by column name", source=name or kind,
+                        hint="a pandas Series is a table by `series.to_frame()`; an array by `{'y': array}`")
     path = Path(data)
     name = name or str(data)
     if not path.is_file():
