@@ -181,7 +181,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
-               convergence=monitor.finish(state), interrupted=interrupted)
+               convergence=monitor.finish(state if interrupted else None), interrupted=interrupted)
 
 
 def _settle(problem: Problem, state) -> None:
