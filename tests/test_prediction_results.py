@@ -40,5 +40,6 @@ def test_scoring_data_without_responses_says_there_is_nothing_to_score(tmp_path,
     capsys.readouterr()
     assert main(["score", model, post, str(tmp_path / "new.csv")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[2] == "nothing to score: the new data leave every response cell empty (y); give the observed values to score them"
+    assert out[2] == ("nothing to score: the new data leave every response cell empty (y); give the observed values "
+                      "to score them")
     assert not any("log predictive density" in line for line in out)

@@ -89,7 +89,8 @@ class Convergence:
             return (f"ELBO change {self.elbo_change:.2g} (standard error {self.se:.2g}), est. {self.elbo_gap:.2g} "
                     f"nats from the fixed point")
         if self.rule == "globals settled" and np.isnan(self.elbo_change):
-            return f"fewer than {SMOOTHING + 1} sweeps, the window the ELBO change and the globals' moves are measured over"
+            return (f"fewer than {SMOOTHING + 1} sweeps, the window the ELBO change and the globals' moves are "
+                    "measured over")
         if self.rule == "globals settled":
             moved = f"; {self.mass_moved:.2g} of `{self.mass_variable}`'s mass moved" if self.mass_variable else ""
             other = (f"; largest change of another global mean {self.mean_change:.2g} sd (`{self.mean_variable}`)"
