@@ -183,6 +183,9 @@ def _infer(args, constants) -> int:
     from ppl.infer import DampingWarning
     warnings.simplefilter("ignore", DampingWarning)  # the report prints the same note
     model = ppl.load(args.model, set=constants)
+    if args.vars is not None:
+        from ppl.infer.selection import matched
+        matched(args.vars, [n for n, v in model.checked.variables.items() if v.kind != "const"])
     progress = None
     if not args.quiet and sys.stderr.isatty():
         from ppl.report.progress import Progress
@@ -197,9 +200,9 @@ def _infer(args, constants) -> int:
     finally:
         if progress is not None:
             progress.close()
-    if args.vars:
+    if args.vars is not None:
         from ppl.infer.selection import chosen
-        chosen(posterior, args.vars)  # an unknown pattern is an error before anything is written
+        chosen(posterior, args.vars)  # a pattern of data with no missing cell: an error before anything is written
     if args.output:
         write_posterior(posterior, args.output, args.vars, args.draws or 1000, args.seed, _run_record(args, constants))
     if args.draws and args.draws_output:

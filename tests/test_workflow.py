@@ -60,6 +60,18 @@ def test_cli_report_with_vars(capsys):
     assert "E340" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("vars_, message", [("Lambd", "--vars Lambd: no variable matches"),
+                                             ("", "--vars '': no pattern given")])
+def test_a_vars_pattern_matching_no_variable_is_refused_before_the_fit(capsys, monkeypatch, vars_, message):
+    """A typo in --vars cost the whole fit (it was checked on the posterior), and an empty --vars
+    printed no table and no word: both are E340 before inference."""
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the fit ran")
+    monkeypatch.setattr(ppl.Model, "infer", no_fit)
+    assert main(["infer", str(MODELS / "gmm.vim"), str(MODELS / "gmm.csv"), "--vars", vars_]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == f"option error [E340]: {message}"
+
+
 def test_save_and_load_give_the_same_posterior(gmm, tmp_path):
     gmm.save(tmp_path / "post.json")
     back = ppl.Posterior.load(tmp_path / "post.json", MODELS / "gmm.vim")
