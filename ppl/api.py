@@ -161,7 +161,7 @@ class Model:
         model = self.with_constants(**set) if set else self
         spec = parse_schedule(schedule) if schedule else model.checked.schedule
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
-                          record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
+                          record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate).validate()
         chosen = requested(model.checked, grid)
         if chosen is not None:
             return infer_grid(model, data, chosen, spec, options, na=na, methods=methods,

@@ -119,6 +119,22 @@ def test_bad_infer_options_are_refused_before_inference(options, code, message, 
     assert copy.read_text() == data.read_text()
 
 
+@pytest.mark.parametrize("options,code,message", [
+    ({"seed": 1.5}, "E325", "seed must be a non-negative integer or None, got 1.5"),
+    ({"seed": -1}, "E325", "seed must be a non-negative integer or None, got -1"),
+    ({"seed": "a"}, "E325", "seed must be a non-negative integer or None, got 'a'"),
+    ({"time_limit": 0}, "E327", "time_limit (--time-limit) must be a positive number of seconds, got 0"),
+    ({"time_limit": -1.0}, "E327", "time_limit (--time-limit) must be a positive number of seconds, got -1.0"),
+    ({"time_limit": "5"}, "E327", "time_limit (--time-limit) must be a positive number of seconds, got '5'"),
+])
+def test_bad_infer_arguments_from_python_are_option_errors(options, code, message):
+    """What the CLI refuses (E325, E327) Model.infer refused by a numpy traceback (a seed) or
+    ran one sweep of (a time limit of 0 or less)."""
+    with pytest.raises(ppl.OptionError) as info:
+        ppl.load("models/beta_bernoulli.vim").infer("models/beta_bernoulli.csv", **options)
+    assert info.value.code == code and info.value.message == message
+
+
 def test_unwritable_output_folder_is_refused_before_inference(gp_files, tmp_path, monkeypatch):
     import os
     model, data = gp_files

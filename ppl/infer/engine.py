@@ -60,6 +60,13 @@ class Options:
         from ppl.diagnostics import OptionError
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
             raise OptionError("E310", f"max_iter (--max-iter) must be a positive integer, got {self.max_iter!r}")
+        if self.seed is not None and not (isinstance(self.seed, (int, np.integer)) and not isinstance(self.seed, bool)
+                                          and self.seed >= 0):
+            raise OptionError("E325", f"seed must be a non-negative integer or None, got {self.seed!r}")
+        if self.time_limit is not None and not (isinstance(self.time_limit, (int, float, np.number))
+                                                and self.time_limit > 0):
+            raise OptionError("E327", f"time_limit (--time-limit) must be a positive number of seconds, "
+                                      f"got {self.time_limit!r}")
         if not (self.tol > 0):
             raise OptionError("E311", f"tol (--tol) must be positive, got {self.tol!r}")
         if not (self.mean_tol > 0):
