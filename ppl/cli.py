@@ -241,7 +241,10 @@ def _run_record(args, constants) -> dict:
 
 
 def _plot(args, constants) -> int:
+    from pathlib import Path
     import ppl
+    from ppl.cli_checks import IMAGE_SUFFIXES, check_output
+    check_output("-o", Path(args.output), [Path(args.posterior)], IMAGE_SUFFIXES)
     posterior = ppl.Posterior.load(args.posterior)
     posterior.plot(args.kind, args.vars, args.output)
     return EXIT_OK

@@ -10,6 +10,7 @@ from pathlib import Path
 from ppl.diagnostics import OptionError
 
 OUTPUT_SUFFIXES = {"--output": (".json", ".csv", ".nc"), "--draws-output": (".csv",), "-o": (".csv",)}
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".tif", ".tiff", ".webp")  # `ppl plot`: matplotlib's
 
 
 def check_infer_options(args) -> None:
@@ -34,10 +35,10 @@ def check_infer_options(args) -> None:
         raise OptionError("E328", f"--output and --draws-output both name {args.output}")
 
 
-def check_output(flag: str, path: Path, inputs: list) -> None:
-    """The file `path` can be written: a known suffix, an existing writable folder, not a folder
-    itself, and none of the input files."""
-    suffixes = OUTPUT_SUFFIXES[flag]
+def check_output(flag: str, path: Path, inputs: list, suffixes: tuple | None = None) -> None:
+    """The file `path` can be written: a known suffix (`suffixes`, by default the flag's), an
+    existing writable folder, not a folder itself, and none of the input files."""
+    suffixes = suffixes or OUTPUT_SUFFIXES[flag]
     if path.is_dir():
         raise OptionError("E320", f"{flag} {path}: this is a folder; give a file name")
     if path.suffix.lower() not in suffixes:

@@ -144,6 +144,23 @@ def test_ppl_plot_command(tmp_path):
     assert main(["plot", str(post), "--kind", "components", "-o", str(tmp_path / "c.png")]) == 1  # no mixture
 
 
+def test_a_plot_file_that_cannot_be_written_is_an_option_error(tmp_path, capsys):
+    """`-o fig.xyz` and `-o no/such/folder/fig.png` were matplotlib's ValueError and
+    FileNotFoundError after the drawing (internal errors, exit 3); `path=` from Python too."""
+    post = tmp_path / "post.json"
+    assert main(["infer", str(MODELS / "beta_bernoulli.vim"), str(MODELS / "beta_bernoulli.csv"), "--quiet",
+                 "--output", str(post)]) == 0
+    for target, message in ((tmp_path / "fig.xyz", "use a .png or .svg or .pdf"),
+                            (tmp_path / "no" / "fig.png", f"folder {tmp_path / 'no'} does not exist")):
+        assert main(["plot", str(post), "-o", str(target)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"option error [{'E321' if target.suffix == '.xyz' else 'E320'}]: -o {target}: ")
+        assert message in err and "Traceback" not in err
+        with pytest.raises(OptionError) as info:
+            ppl.Posterior.load(post).plot(path=target)
+        assert info.value.message.startswith(f"path {target}: ") and message in info.value.message
+
+
 def test_notebook_view_shows_the_table_and_what_it_leaves_out(gmm):
     html = gmm._repr_html_()
     assert html.count("<tr>") == 1 + 14 and "<td>pi[4]</td>" in html

@@ -34,6 +34,10 @@ def plot(posterior, kind: str = "all", vars=None, path=None, seed: int = 0):  # 
     if not kinds:
         raise OptionError("E345", f"plot kind {kind!r}: the model has no mixture components" if kind == "components"
                           else f"plot kind {kind!r} is not one of all, {', '.join(KINDS)}")
+    if path is not None:  # before the drawing: matplotlib would refuse a suffix or a folder after it
+        from pathlib import Path
+        from ppl.cli_checks import IMAGE_SUFFIXES, check_output
+        check_output("path", Path(path), [], IMAGE_SUFFIXES)
     Figure = optional("matplotlib.figure", "plot").Figure  # after the checks of the input: E345 needs no matplotlib
     names = selection.chosen(posterior, vars)
     heights = {"elbo": 3.0, "marginals": 2.2 * len(names), "components": 2.6 * _component_rows(posterior)}
