@@ -113,3 +113,14 @@ def test_group_axis_carries_the_csv_labels_and_plot_posterior_draws_it():
     assert idata.posterior["G"].values.tolist() == [str(s) for s in post.levels["site"]]
     axes = az.plot_posterior(idata, var_names=["a"])
     assert np.size(axes) == len(post.levels["site"])
+
+
+@pytest.mark.parametrize("draws", [-1, 1.5, "10"])
+def test_a_bad_number_of_draws_is_an_option_error(draws):
+    """`draws(-1)` was numpy's 'negative dimensions', `to_arviz(draws=1.5)` xarray's 'conflicting
+    sizes for dimension draw': E326, as `--draws -1` is."""
+    post = fit("beta_bernoulli")
+    for call in (lambda: post.draws(draws), lambda: post.to_arviz(draws=draws)):
+        with pytest.raises(ppl.OptionError) as info:
+            call()
+        assert info.value.code == "E326" and info.value.message == f"draws must be a non-negative integer, got {draws!r}"

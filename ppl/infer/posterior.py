@@ -68,6 +68,7 @@ class Posterior:
         """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape;
         `vars` (glob patterns) keeps some variables (all by default)."""
         names = list(self.marginals) if vars is None else selection.chosen(self, vars)
+        check_draws(n)
         rng = np.random.default_rng(seed)
         draws = {}
         for group in self.joint:
@@ -215,6 +216,13 @@ class Posterior:
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}
+
+
+def check_draws(n) -> None:
+    """A number of draws is an integer ≥ 0 (E326, as `--draws`)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        from ppl.diagnostics import OptionError
+        raise OptionError("E326", f"draws must be a non-negative integer, got {n!r}")
 
 
 def _reported(marginal) -> np.ndarray:
