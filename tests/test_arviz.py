@@ -123,4 +123,5 @@ def test_a_bad_number_of_draws_is_an_option_error(draws):
     for call in (lambda: post.draws(draws), lambda: post.to_arviz(draws=draws)):
         with pytest.raises(ppl.OptionError) as info:
             call()
-        assert info.value.code == "E326" and info.value.message == f"draws must be a non-negative integer, got {draws!r}"
+        assert info.value.code == "E326"
+        assert info.value.message == f"draws must be a non-negative integer, got {draws!r}"
