@@ -96,6 +96,17 @@ def test_more_missing_tokens_by_option(tmp_path, monkeypatch, capsys):
     assert first.startswith(f"{path}, column 'y', row 3: data error [E406]: `?` is not a number")
 
 
+@pytest.mark.parametrize("na", ["-999", ["-999"], -999, [-999.0]])
+def test_a_missing_token_marks_numeric_cells_of_a_dataframe_or_dict(na):
+    """`na` named cell texts, so a DataFrame's or a dict's float column ignored it and -999 was
+    fitted as data, silently; a scalar token that is not text was a TypeError."""
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([2.0, -999.0, 4.0])
+    for data in (pd.DataFrame({"x": x, "y": y}), {"x": x, "y": y}, pd.DataFrame({"x": x, "y": y.astype(int)})):
+        dataset = RESPONSE.bind(data, na=na)
+        assert dataset.masks["y"].tolist() == [True, False, True]
+        assert dataset.arrays["y"].tolist() == [2.0, 0.0, 4.0]
+
+
 def test_dataframe_and_parquet_bind_as_their_csv(tmp_path):
     path = csv_file(tmp_path, "x,k,b,g,y\n0.5,1,true,north,1.0\n-10,2,0,south,NA\n2,3,FALSE,north,2.5\n")
     from_csv = MODEL.bind(path)

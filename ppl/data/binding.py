@@ -15,7 +15,7 @@ import numpy as np
 from ppl.diagnostics import DataError, nearest
 from ppl.lang import ast
 from ppl.lang.model import CheckedModel
-from ppl.data.columns import Coded, na_tokens
+from ppl.data.columns import Coded, na_tokens, numeric_missing
 from ppl.data.reading import open_data
 from ppl.data.support import check_support
 
@@ -192,7 +192,7 @@ def _from_dict(table: dict, decl: ast.DataDecl, source: str, na: tuple):
     raw = value if value.ndim == 2 else value[:, None]
     columns = [decl.name] * raw.shape[1]
     if raw.dtype.kind in "fiub":
-        return raw, columns
+        return numeric_missing(raw, na), columns
     return [Coded.of_cells(raw[:, i].astype(object), na) for i in range(raw.shape[1])], columns
 
 

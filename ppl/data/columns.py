@@ -17,7 +17,20 @@ def na_tokens(extra=None) -> tuple[str, ...]:
     """The missing-value tokens: pandas' defaults plus `extra` (a token or a list of them)."""
     if extra is None:
         return NA_TOKENS
-    return NA_TOKENS + ((extra,) if isinstance(extra, str) else tuple(str(t) for t in extra))
+    return NA_TOKENS + ((str(extra),) if isinstance(extra, (str, int, float)) else tuple(str(t) for t in extra))
+
+
+def numeric_missing(values: np.ndarray, na: tuple) -> np.ndarray:
+    """A numeric column of a DataFrame or dict (no cell texts) with NaN where a missing-value
+    token reads as the cell's number (`na=["-999"]` marks -999.0); pandas' tokens are all text."""
+    numbers = []
+    for token in na:
+        try:
+            numbers.append(float(token))
+        except ValueError:
+            continue
+    numbers = [v for v in numbers if np.isfinite(v)]
+    return np.where(np.isin(values, numbers), np.nan, values) if numbers else values
 
 
 @dataclass(frozen=True)

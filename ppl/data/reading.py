@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ppl.data.columns import Coded, arrow_values, dictionary_column
+from ppl.data.columns import Coded, arrow_values, dictionary_column, numeric_missing
 from ppl.data.table import Table, header_names, locate_malformed, read_csv_text
 from ppl.diagnostics import DataError
 
@@ -229,7 +229,7 @@ class FrameReader:
             series = self.frame.iloc[:, self.columns.index(column)]
             values = series.to_numpy()
             if values.dtype.kind in "fiub" and kinds[column] != "cat":
-                found[column] = values.astype(float)
+                found[column] = numeric_missing(values.astype(float), self.na)
             elif values.dtype.kind in "fiub":
                 found[column] = Coded.of_cells(values, self.na)
             else:
