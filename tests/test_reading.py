@@ -97,11 +97,13 @@ def test_more_missing_tokens_by_option(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("na", ["-999", ["-999"], -999, [-999.0]])
-def test_a_missing_token_marks_numeric_cells_of_a_dataframe_or_dict(na):
-    """`na` named cell texts, so a DataFrame's or a dict's float column ignored it and -999 was
-    fitted as data, silently; a scalar token that is not text was a TypeError."""
+def test_a_missing_token_marks_numeric_cells_of_a_dataframe_dict_or_parquet(na, tmp_path):
+    """`na` named cell texts, so a DataFrame's, a dict's or a Parquet file's float column ignored
+    it and -999 was fitted as data, silently; a scalar token that is not text was a TypeError."""
     x, y = np.array([1.0, 2.0, 3.0]), np.array([2.0, -999.0, 4.0])
-    for data in (pd.DataFrame({"x": x, "y": y}), {"x": x, "y": y}, pd.DataFrame({"x": x, "y": y.astype(int)})):
+    pd.DataFrame({"x": x, "y": y}).to_parquet(tmp_path / "data.parquet")
+    for data in (pd.DataFrame({"x": x, "y": y}), {"x": x, "y": y}, pd.DataFrame({"x": x, "y": y.astype(int)}),
+                 tmp_path / "data.parquet"):
         dataset = RESPONSE.bind(data, na=na)
         assert dataset.masks["y"].tolist() == [True, False, True]
         assert dataset.arrays["y"].tolist() == [2.0, 0.0, 4.0]

@@ -209,9 +209,16 @@ def _columns_of(table, kinds: dict, na: tuple) -> dict:
     """The columns of a pyarrow table as arrays, each Arrow column released once converted."""
     found = {}
     for column in kinds:
-        found[column] = arrow_column(table.column(column), na)
+        found[column] = parquet_column(table.column(column), na)
         table = table.drop_columns([column])
     return found
+
+
+def parquet_column(chunked, na: tuple):
+    """A Parquet column as `arrow_column` reads it; a numeric one has no cell texts, so a token
+    that reads as a number marks its cells (as in a DataFrame)."""
+    values = arrow_column(chunked, na)
+    return numeric_missing(values, na) if isinstance(values, np.ndarray) else values
 
 
 class FrameReader:
