@@ -125,3 +125,20 @@ def test_a_bad_number_of_draws_is_an_option_error(draws):
             call()
         assert info.value.code == "E326"
         assert info.value.message == f"draws must be a non-negative integer, got {draws!r}"
+
+
+@pytest.mark.parametrize("name, variable, levels", [("gmm", "z", 6), ("hmm", "z", 2)])
+def test_latent_category_draws_are_one_based_in_arviz_and_the_draws_csv(name, variable, levels, tmp_path):
+    """A category is 1..K in the model: ArviZ gave an HMM's chain states 0-based (a mixture's
+    1-based), and --draws-output gave every category 0-based. Both now equal draws() + 1."""
+    import csv
+    from ppl.report import write_draws
+    post = fit(name, max_iter=30)
+    codes = post.draws(40, seed=3)[variable] + 1
+    assert codes.min() >= 1 and codes.max() <= levels
+    np.testing.assert_array_equal(post.to_arviz(40, seed=3).posterior[variable].values[0], codes)
+    write_draws(post, 40, 3, tmp_path / "draws.csv")
+    with open(tmp_path / "draws.csv", newline="", encoding="utf-8") as handle:
+        header, *rows = list(csv.reader(handle))
+    column = header.index(f"{variable}[2]")
+    assert [int(float(row[column])) for row in rows] == codes[:, 1].tolist()

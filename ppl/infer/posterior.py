@@ -80,10 +80,12 @@ class Posterior:
         return {name: draws[name] for name in names}
 
     def draw_columns(self, n: int, seed=None) -> dict:
-        """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values."""
+        """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values
+        (a latent category's as 1-based codes)."""
         columns = {}
         for name, values in self.draws(n, seed).items():
             index = np.argwhere(np.ones(values.shape[1:], dtype=bool))
+            values = coded(self.marginals[name], values)
             columns.update(zip(_labels(name, index), values.reshape(n, -1).T.tolist()))
         return columns
 
@@ -216,6 +218,15 @@ class Posterior:
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}
+
+
+CATEGORIES = ("Categorical", "CategoricalChain")  # families whose draws are 0-based category codes
+
+
+def coded(marginal, values: np.ndarray) -> np.ndarray:
+    """Draws of a latent category as 1-based codes, as the model counts them (int32: LDA's
+    12160 tokens × 1000 draws stay 49 MB); other draws as they are."""
+    return (values + 1).astype(np.int32) if marginal.name in CATEGORIES else values
 
 
 def check_draws(n) -> None:
