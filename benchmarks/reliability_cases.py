@@ -328,6 +328,9 @@ UNREACHABLE = {
     "E365": PYTHON_ONLY + "a cluster with data in memory (tests/test_cluster.py)",
     "E405": PYTHON_ONLY + "an array of more dimensions than declared; a CSV column has one",
     "E710": PYTHON_ONLY + "accelerate= (tests/test_anderson.py); the CLI's --accelerate takes a choice",
+    "E811": PYTHON_ONLY + "data given as a Series, an array or a list (tests/test_binding.py); the CLI reads paths",
+    "E812": PYTHON_ONLY + "set={...} to something not a number (tests/test_checker.py); --set reads a number first "
+            "(exit 2)",
     "E413": "an OSError on reading a data file that exists (permissions): the catalogue runs as a user who "
             "reads every file (tests/test_reading.py forces it)",
     "E346": "depends on the installation: `ppl plot` without matplotlib (ppl[plot]); a case would pass or "
