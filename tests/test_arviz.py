@@ -142,3 +142,19 @@ def test_latent_category_draws_are_one_based_in_arviz_and_the_draws_csv(name, va
         header, *rows = list(csv.reader(handle))
     column = header.index(f"{variable}[2]")
     assert [int(float(row[column])) for row in rows] == codes[:, 1].tolist()
+
+
+def test_observed_cells_of_a_partly_observed_response_are_not_drawn():
+    """A response with empty cells has q over those cells only: the draws (and ArviZ's posterior
+    group) gave random values at the observed cells too, where the summary lists nothing. They
+    are NaN there now, with the observed values in `observed_data`; the empty cells are drawn."""
+    frame = __import__("pandas").read_csv(MODELS / "linear_regression_known_noise.csv")
+    frame.loc[[3, 7], "y"] = np.nan
+    post = ppl.load(MODELS / "linear_regression_known_noise.vim").infer(frame, seed=0)
+    draws = post.draws(50, seed=1)["y"]
+    missing = np.zeros(50, dtype=bool)
+    missing[[3, 7]] = True
+    assert np.isnan(draws[:, ~missing]).all() and np.isfinite(draws[:, missing]).all()
+    idata = post.to_arviz(50, seed=1)
+    np.testing.assert_array_equal(idata.posterior["y"].values[0], draws)
+    np.testing.assert_array_equal(np.isnan(idata.observed_data["y"].values), missing)

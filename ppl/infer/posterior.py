@@ -66,7 +66,8 @@ class Posterior:
 
     def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
         """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape;
-        `vars` (glob patterns) keeps some variables (all by default)."""
+        `vars` (glob patterns) keeps some variables (all by default). A partially observed data
+        variable is drawn at its empty cells and NaN at the observed ones (data, not in q)."""
         names = list(self.marginals) if vars is None else selection.chosen(self, vars)
         check_draws(n)
         rng = np.random.default_rng(seed)
@@ -77,6 +78,10 @@ class Posterior:
         for name in names:
             if name not in draws:
                 draws[name] = self.marginals[name].draws(n, rng)
+            mask = getattr(self.marginals[name], "observed_mask", None)
+            if mask is not None:
+                where = mask.reshape((1,) + mask.shape + (1,) * (draws[name].ndim - 1 - mask.ndim))
+                draws[name] = np.where(where, np.nan, draws[name])
         return {name: draws[name] for name in names}
 
     def draw_columns(self, n: int, seed=None) -> dict:
@@ -225,8 +230,11 @@ CATEGORIES = ("Categorical", "CategoricalChain")  # families whose draws are 0-b
 
 def coded(marginal, values: np.ndarray) -> np.ndarray:
     """Draws of a latent category as 1-based codes, as the model counts them (int32: LDA's
-    12160 tokens × 1000 draws stay 49 MB); other draws as they are."""
-    return (values + 1).astype(np.int32) if marginal.name in CATEGORIES else values
+    12160 tokens × 1000 draws stay 49 MB; float when NaN marks observed cells); other draws as
+    they are."""
+    if marginal.name not in CATEGORIES:
+        return values
+    return values + 1 if values.dtype.kind == "f" else (values + 1).astype(np.int32)
 
 
 def check_draws(n) -> None:

@@ -77,7 +77,7 @@ def _marginals(fig, posterior, names, seed) -> None:
         if prior is not None:
             prior_draws = FamilyMarginal(posterior.marginals[name].family, prior).draws(DRAWS, rng)
         listed = np.argwhere(posterior.reported(name) if posterior.marginals[name].name != "Categorical"
-                             else np.ones(np.shape(draws)[1:], dtype=bool))[:columns]
+                             else ~np.isnan(draws).all(axis=0))[:columns]  # NaN: observed cells of data
         for ax, index in zip(row, listed):
             values = draws[(slice(None),) + tuple(index)]
             _histogram(ax, values, prior_draws[(slice(None),) + tuple(index)] if prior_draws is not None else None)
