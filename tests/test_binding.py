@@ -189,6 +189,18 @@ def test_data_of_another_kind_is_a_located_error(data, kind):
                                   "a pandas DataFrame or a dict of arrays by column name")
 
 
+@pytest.mark.parametrize("separator, shown", [(";", "`;`"), ("\t", "tabs")])
+def test_a_file_separated_by_another_character_is_named_in_the_hint(tmp_path, separator, shown):
+    """A semicolon- or tab-separated file has one column, `x;k;b;g;y`: the hint said only
+    'columns are: x;k;b;g;y'; it now says what the file is separated by."""
+    path = csv_file(tmp_path, CSV.replace(",", separator).replace('"south{0} east"'.format(separator), "south"))
+    with pytest.raises(ppl.DataError) as info:
+        MODEL.bind(path)
+    assert info.value.code == "E403" and info.value.column == "x"
+    assert info.value.hint == (f"the header is one column, `{separator.join('xkbgy')}`: ppl reads comma-separated "
+                               f"values and this file looks separated by {shown}; save it with commas")
+
+
 def test_matrix_columns_from_a_dataframe_and_a_csv():
     model = ppl.load(MODELS / "linear_regression.vim")
     from_csv = model.bind(MODELS / "linear_regression.csv")
