@@ -14,6 +14,7 @@ import traceback
 from ppl.diagnostics import PplError
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+DRAWS = 1000  # draws of --draws-output and FILE.nc when --draws is not given
 
 
 def _assignment(text: str) -> tuple[str, str]:
@@ -95,7 +96,7 @@ def parser() -> argparse.ArgumentParser:
     infer.add_argument("--output", metavar="FILE",
                        help="write results to FILE.json (loadable), FILE.csv (stansummary layout) or FILE.nc "
                             "(ArviZ netCDF, needs ppl[arviz])")
-    infer.add_argument("--draws", type=int, default=0, metavar="N",
+    infer.add_argument("--draws", type=int, default=None, metavar="N",
                        help="draw N samples from q (for --draws-output, or into FILE.nc: default 1000)")
     infer.add_argument("--draws-output", metavar="FILE.csv", help="where to write the draws")
     infer.add_argument("--vars", metavar="PATTERNS",
@@ -204,12 +205,17 @@ def _infer(args, constants) -> int:
         from ppl.infer.selection import chosen
         chosen(posterior, args.vars)  # a pattern of data with no missing cell: an error before anything is written
     if args.output:
-        write_posterior(posterior, args.output, args.vars, args.draws or 1000, args.seed, _run_record(args, constants))
-    if args.draws and args.draws_output:
-        write_draws(posterior, args.draws, args.seed, args.draws_output)
+        write_posterior(posterior, args.output, args.vars, _draws(args), args.seed, _run_record(args, constants))
+    if args.draws_output:
+        write_draws(posterior, _draws(args), args.seed, args.draws_output)
     if not args.quiet:
         sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}", args.vars))
     return EXIT_INTERRUPTED if posterior.interrupted else EXIT_OK
+
+
+def _draws(args) -> int:
+    """The draws --draws-output and FILE.nc take: --draws N, by default 1000."""
+    return DRAWS if args.draws is None else args.draws
 
 
 def _client(args):
@@ -231,7 +237,7 @@ def _run_record(args, constants) -> dict:
     """What produced a result file: ppl's version, the seed, the options and the input paths."""
     from ppl import __version__
     options = {"set": constants, "method": dict(args.method), "max_iter": args.max_iter, "tol": args.tol,
-               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws}
+               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws or 0}
     if args.gaussian_block is not None:
         options["gaussian_block"] = args.gaussian_block
     if args.grid is not None:

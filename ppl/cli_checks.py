@@ -17,7 +17,7 @@ def check_infer_options(args) -> None:
     """Raise an `OptionError` for the first invalid option of `ppl infer`."""
     if args.seed is not None and args.seed < 0:
         raise OptionError("E325", f"--seed {args.seed}: a seed is a non-negative integer")
-    if args.draws < 0:
+    if args.draws is not None and args.draws < 0:
         raise OptionError("E326", f"--draws {args.draws}: the number of draws is zero or more")
     if args.draws and not args.draws_output and not (args.output or "").lower().endswith(".nc"):
         raise OptionError("E324", "--draws N needs --draws-output FILE.csv (or --output FILE.nc)")

@@ -91,7 +91,7 @@ class Posterior:
         for name, values in self.draws(n, seed).items():
             index = np.argwhere(np.ones(values.shape[1:], dtype=bool))
             values = coded(self.marginals[name], values)
-            columns.update(zip(_labels(name, index), values.reshape(n, -1).T.tolist()))
+            columns.update(zip(_labels(name, index), values.reshape(n, len(index)).T.tolist()))
         return columns
 
     def summary(self, vars=None, rows_per_variable: int | None = None):  # noqa: A002
