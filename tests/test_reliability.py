@@ -135,6 +135,13 @@ def test_bad_infer_arguments_from_python_are_option_errors(options, code, messag
     assert info.value.code == code and info.value.message == message
 
 
+def test_a_run_stopped_by_its_time_limit_says_so():
+    """The report of a run cut by time_limit said only 'did NOT converge (raise --max-iter ...)'."""
+    post = ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0, time_limit=1e-9)
+    assert not post.converged and post.iterations == 1
+    assert post.notes[-1] == "the time limit (1e-09 s) stopped the run after sweep 1, before --max-iter"
+
+
 def test_unwritable_output_folder_is_refused_before_inference(gp_files, tmp_path, monkeypatch):
     import os
     model, data = gp_files

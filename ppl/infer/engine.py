@@ -180,6 +180,8 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
             converged = True
             break
         if out_of_time:
+            notes.append(f"the time limit ({options.time_limit:g} s) stopped the run after sweep {iteration}, "
+                         "before --max-iter")
             break
     _settle(problem, state)
     exact = trace[-1] if not any(trace_se) else problem.elbo(state)
