@@ -43,3 +43,17 @@ def test_scoring_data_without_responses_says_there_is_nothing_to_score(tmp_path,
     assert out[2] == ("nothing to score: the new data leave every response cell empty (y); give the observed values "
                       "to score them")
     assert not any("log predictive density" in line for line in out)
+
+
+def test_a_weighted_row_is_scored_as_the_observations_it_stands_for():
+    """`data count: weight[N]`: a row stands for count identical observations, and the fit is
+    the expanded data's; the score ignored the weight, scoring a row of 47 survivals as one. It
+    is now the expanded data's score, count × log p per row, and counts the observations."""
+    post = ppl.load("models/surgical.vim").infer("models/surgical.csv", seed=0)
+    grouped = pd.DataFrame({"hospital": ["HA", "HA", "HB", "HZ"], "died": [1, 0, 1, 0], "count": [3, 47, 0, 2.5]})
+    score = post.score(grouped)
+    single = post.score(grouped.assign(count=1.0))
+    np.testing.assert_allclose(score.cells["died"], single.cells["died"] * [3, 47, 0, 2.5], rtol=1e-12)
+    assert score.count == 52.5 and single.count == 4
+    expanded = grouped.loc[grouped.index.repeat([3, 47, 0, 1])].assign(count=1.0)
+    assert post.score(expanded).total == pytest.approx(score.total - 1.5 * single.cells["died"][3], rel=1e-12)
