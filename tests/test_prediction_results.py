@@ -57,3 +57,18 @@ def test_a_weighted_row_is_scored_as_the_observations_it_stands_for():
     assert score.count == 52.5 and single.count == 4
     expanded = grouped.loc[grouped.index.repeat([3, 47, 0, 1])].assign(count=1.0)
     assert post.score(expanded).total == pytest.approx(score.total - 1.5 * single.cells["died"][3], rel=1e-12)
+
+
+@pytest.mark.parametrize("name, reason", [("hmm", "`z` is one chain over all the rows"),
+                                          ("poisson_mf", "the local variables sit on two group plates (I, U)")])
+def test_predicting_a_model_without_groups_of_rows_says_why_in_its_terms(name, reason):
+    """A single chain (an HMM) or locals on two plates cannot be folded in group by group: the
+    error spoke of a schedule's minibatches, which the user of predict never asked for."""
+    frame = pd.read_csv(f"models/{name}.csv")
+    post = ppl.load(f"models/{name}.vim").infer(frame, seed=0, max_iter=5)
+    for call in (post.predict, post.score):
+        with pytest.raises(ppl.ModelError) as info:
+            call(frame.iloc[:5])
+        assert info.value.code == "E813"
+        assert info.value.message.startswith("predict and score fit the new rows' local variables group by group, "
+                                             f"which this model does not allow: {reason}")

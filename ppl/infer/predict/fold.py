@@ -42,6 +42,7 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
     `hold_all`: hold out every response cell (scoring), not only the empty ones."""
     from ppl.data.held_out import bind_new
     from ppl.graph import analyze
+    from ppl.infer.access import Unsupported
     from ppl.infer.build import build_problem
     from ppl.infer.initialise import initialise
     from ppl.infer.schedule.plan import plan_for
@@ -50,7 +51,13 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
     checked = model.checked
     latent = [n for n, v in checked.variables.items() if v.kind == "latent"]
     base = analyze(checked)
-    plan = plan_for(checked, base.scopes, latent, None, base.chains)
+    try:
+        plan = plan_for(checked, base.scopes, latent, None, base.chains)
+    except Unsupported as error:  # said in a schedule's terms: say it in predict's
+        raise ModelError("E813", "predict and score fit the new rows' local variables group by group, which this "
+                         f"model does not allow: {error.message}", hint="this version predicts and scores models "
+                         "whose locals fall into groups of rows (rows, documents, hierarchy groups, sequences "
+                         "of a chain with @sequences)") from None
     new = bind_new(model, data, posterior.levels, plan.group_column, na)
     methods = {t.factor: t.rule for t in posterior.tags if t.rule != "vmp"}
     problem = build_problem(checked, new.dataset, model.analyze(new.dataset, methods),
