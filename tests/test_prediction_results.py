@@ -72,3 +72,16 @@ def test_predicting_a_model_without_groups_of_rows_says_why_in_its_terms(name, r
         assert info.value.code == "E813"
         assert info.value.message.startswith("predict and score fit the new rows' local variables group by group, "
                                              f"which this model does not allow: {reason}")
+
+
+def test_a_global_over_the_rows_is_named_as_such_when_new_rows_are_predicted():
+    """A Gaussian process's f is one global vector over the training rows: new rows gave 'a size
+    read off the data differs (columns of a matrix, levels of a category)', which named neither."""
+    frame = pd.read_csv("models/gp_classification.csv")
+    post = ppl.load("models/gp_classification.vim").infer(frame, seed=0, max_iter=5)
+    with pytest.raises(ppl.DataError) as info:
+        post.predict(frame.iloc[:5].assign(y=np.nan))
+    assert info.value.code == "E351"
+    assert info.value.message == ("`f` is one global variable over the rows (N: 40 in training, 5 in the new "
+                                  "data): this version does not predict new rows of it (a Gaussian process at "
+                                  "new inputs)")

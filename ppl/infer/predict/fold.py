@@ -110,6 +110,14 @@ def _set_globals(problem, state, posterior, names) -> None:
         family, natural = problem.families[name], _natural(source, problem.families[name])
         ours = tuple(problem.shapes[name]) + tuple(getattr(family, "event_shape", ()))
         theirs = natural.shape[:-1] + tuple(getattr(source.family, "event_shape", ()))
+        var = problem.model.variables.get(name)  # None for a `@joint` key, "(mu, Lambda)"
+        rows = [i for i, d in enumerate(var.shape if var is not None else ())
+                if getattr(problem.model.sizes.get(d), "origin", None) == "rows"]
+        if ours != theirs and rows:
+            axis = rows[0]
+            raise DataError("E351", f"`{name}` is one global variable over the rows ({var.shape[axis]}: {theirs[axis]} "
+                            f"in training, {ours[axis]} in the new data): this version does not predict new rows of "
+                            "it (a Gaussian process at new inputs)", source=problem.dataset.source)
         if ours != theirs:
             raise DataError("E351", f"`{name}` has shape {list(ours)} with the new data but {list(theirs)} in the "
                             "posterior: a size read off the data differs (columns of a matrix, levels of a "
