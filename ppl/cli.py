@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
     def common(p, data_required=False):
         p.add_argument("model", help="the .vim model file")
-        p.add_argument("data", nargs=None if data_required else "?", help="a CSV file with the data")
+        p.add_argument("data", nargs=None if data_required else "?", help="the data: a CSV or Parquet file (on a cluster, a glob of them or a folder of Parquet files)")
         p.add_argument("--set", action="append", default=[], type=_assignment, metavar="NAME=VALUE",
                        help="override a constant declared with `const`")
         p.add_argument("--method", action="append", default=[], type=_assignment, metavar="FACTOR=RULE",
@@ -92,7 +92,8 @@ def parser() -> argparse.ArgumentParser:
                        "(DATA: a glob of CSV or Parquet files, or a folder of Parquet files; needs ppl[dask])")
     infer.add_argument("--workers", type=int, metavar="N", help="run on a Dask cluster of N processes on this machine")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
-    infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
+    infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                       help="stop after SECONDS of inference, not converged")
     infer.add_argument("--output", metavar="FILE",
                        help="write results to FILE.json (loadable), FILE.csv (stansummary layout) or FILE.nc "
                             "(ArviZ netCDF, needs ppl[arviz])")

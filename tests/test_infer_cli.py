@@ -236,3 +236,14 @@ def test_draws_output_without_draws_writes_the_default_number(tmp_path, draws, r
                  "--quiet", "--draws-output", str(path), *draws]) == 0
     table = pd.read_csv(path)
     assert len(table) == rows and list(table.columns)[:2] == ["mu", "tau"]
+
+
+def test_help_names_every_data_input_and_the_time_limit(capsys):
+    """`ppl infer --help` said the data were 'a CSV file' (Parquet files, globs and folders are
+    read too) and printed --time-limit with no words."""
+    from ppl.cli import main
+    with pytest.raises(SystemExit):
+        main(["infer", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "data the data: a CSV or Parquet file (on a cluster, a glob of them or a folder of Parquet files)" in text
+    assert "--time-limit SECONDS stop after SECONDS of inference, not converged" in text
