@@ -239,6 +239,7 @@ def test_keyboard_interrupt_from_progress_keeps_the_last_completed_sweep(gp_data
     stopped = model.infer(gp_data, seed=0, progress=progress, restarts=2)
     three = model.infer(gp_data, seed=0, max_iter=3)
     assert stopped.interrupted and not stopped.converged and stopped.status == "interrupted, not converged"
+    assert ", 3 sweeps, interrupted, not converged, variables=" in repr(stopped)  # repr said "not converged"
     assert stopped.iterations == 3 and stopped.elbo == three.elbo
     np.testing.assert_array_equal(stopped["f"].mean, three["f"].mean)
 

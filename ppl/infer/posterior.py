@@ -191,8 +191,7 @@ class Posterior:
         return plot(self, kind, vars, path, **options)
 
     def __repr__(self) -> str:
-        status = "converged" if self.converged else "not converged"
-        return (f"Posterior(elbo={self.elbo:.6f}, {self.iterations} sweeps, {status}, "
+        return (f"Posterior(elbo={self.elbo:.6f}, {self.iterations} sweeps, {self.status}, "
                 f"variables={list(self.marginals)})")
 
     def _repr_html_(self) -> str:
