@@ -144,6 +144,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("ppl: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except MemoryError as exc:  # the sizes asked for, not a bug: say what ran out
+        print(f"ppl: out of memory: {exc}\n  hint: a size of the model or the data (a constant such as K, --set, a "
+              "number of levels) may be larger than meant; else run on a machine with more memory, or stream the "
+              "data (--stream, docs/scale.md)", file=sys.stderr)
+        return EXIT_USER
     except Exception:  # a bug in ppl: say so, and keep the traceback for the report
         traceback.print_exc()
         print("ppl: internal error — this is a bug in ppl, please report it with the model and data.",

@@ -142,6 +142,22 @@ def test_a_run_stopped_by_its_time_limit_says_so():
     assert post.notes[-1] == "the time limit (1e-09 s) stopped the run after sweep 1, before --max-iter"
 
 
+def test_running_out_of_memory_is_a_user_error_not_a_bug(gp_files, monkeypatch):
+    """`--set K=100000000` asks numpy for 25 GiB: the MemoryError was reported as an internal
+    error (a bug in ppl, exit 3) with a traceback. It is exit 1 with what ran out and why."""
+    model, data = gp_files
+
+    def allocate(*args, **kwargs):
+        raise MemoryError("Unable to allocate 25.3 GiB for an array with shape (272, 100000000) and data type bool")
+    monkeypatch.setattr(ppl.Model, "infer", allocate)
+    exit_code, _, stderr = _cli(["infer", model, data])
+    assert exit_code == 1 and "Traceback" not in stderr
+    assert stderr.splitlines() == [
+        "ppl: out of memory: Unable to allocate 25.3 GiB for an array with shape (272, 100000000) and data type bool",
+        "  hint: a size of the model or the data (a constant such as K, --set, a number of levels) may be larger "
+        "than meant; else run on a machine with more memory, or stream the data (--stream, docs/scale.md)"]
+
+
 def test_unwritable_output_folder_is_refused_before_inference(gp_files, tmp_path, monkeypatch):
     import os
     model, data = gp_files
