@@ -76,7 +76,8 @@ def test_predicting_a_model_without_groups_of_rows_says_why_in_its_terms(name, r
 
 def test_a_global_over_the_rows_is_named_as_such_when_new_rows_are_predicted():
     """A Gaussian process's f is one global vector over the training rows: new rows gave 'a size
-    read off the data differs (columns of a matrix, levels of a category)', which named neither."""
+    read off the data differs (columns of a matrix, levels of a category)', which named neither,
+    and as many new rows as training rows were predicted silently with the training rows' f."""
     frame = pd.read_csv("models/gp_classification.csv")
     post = ppl.load("models/gp_classification.vim").infer(frame, seed=0, max_iter=5)
     with pytest.raises(ppl.DataError) as info:
@@ -85,3 +86,7 @@ def test_a_global_over_the_rows_is_named_as_such_when_new_rows_are_predicted():
     assert info.value.message == ("`f` is one global variable over the rows (N: 40 in training, 5 in the new "
                                   "data): this version does not predict new rows of it (a Gaussian process at "
                                   "new inputs)")
+    shifted = frame.assign(x=frame["x"] + 1.0, y=np.nan)  # 40 other inputs: f[n] of training input n was used
+    with pytest.raises(ppl.DataError) as info:
+        post.score(shifted.assign(y=frame["y"]))
+    assert info.value.code == "E351" and "(N: 40 in training, 40 in the new data)" in info.value.message

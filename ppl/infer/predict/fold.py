@@ -113,7 +113,7 @@ def _set_globals(problem, state, posterior, names) -> None:
         var = problem.model.variables.get(name)  # None for a `@joint` key, "(mu, Lambda)"
         rows = [i for i, d in enumerate(var.shape if var is not None else ())
                 if getattr(problem.model.sizes.get(d), "origin", None) == "rows"]
-        if ours != theirs and rows:
+        if rows:  # the training rows' values, whatever the new rows are
             axis = rows[0]
             raise DataError("E351", f"`{name}` is one global variable over the rows ({var.shape[axis]}: {theirs[axis]} "
                             f"in training, {ours[axis]} in the new data): this version does not predict new rows of "
