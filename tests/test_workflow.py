@@ -161,6 +161,23 @@ def test_a_plot_file_that_cannot_be_written_is_an_option_error(tmp_path, capsys)
         assert info.value.message.startswith(f"path {target}: ") and message in info.value.message
 
 
+def test_a_model_of_local_variables_only_plots_without_marginals(tmp_path):
+    """Poisson MF's theta and beta are both local, so no variable is listed by default: the
+    marginals plot took max() of nothing, an internal error of `ppl plot`. "all" now leaves
+    it out; asked for by name it is E345, pointing at --vars; with --vars it draws."""
+    import matplotlib
+    matplotlib.use("Agg")
+    post = ppl.load(MODELS / "poisson_mf.vim").infer(MODELS / "poisson_mf.csv", seed=0, max_iter=20)
+    fig = post.plot(path=tmp_path / "all.png")
+    assert [sub._suptitle.get_text() for sub in fig.subfigs] == ["convergence"]  # the ELBO plot alone
+    with pytest.raises(OptionError) as info:
+        post.plot("marginals")
+    assert info.value.code == "E345" and info.value.message == (
+        "plot kind 'marginals': no variable is listed by default (theta, beta are local); name them with --vars")
+    fig = post.plot("marginals", vars="theta", path=tmp_path / "theta.png")
+    assert fig.subfigs[0].axes[0].get_title() == "theta[1,1]" and (tmp_path / "theta.png").stat().st_size > 1000
+
+
 def test_notebook_view_shows_the_table_and_what_it_leaves_out(gmm):
     html = gmm._repr_html_()
     assert html.count("<tr>") == 1 + 14 and "<td>pi[4]</td>" in html

@@ -40,6 +40,11 @@ def plot(posterior, kind: str = "all", vars=None, path=None, seed: int = 0):  # 
         check_output("path", Path(path), [], IMAGE_SUFFIXES)
     Figure = optional("matplotlib.figure", "plot").Figure  # after the checks of the input: E345 needs no matplotlib
     names = selection.chosen(posterior, vars)
+    if not names and kind == "marginals":
+        hidden = ", ".join(posterior.marginals)
+        raise OptionError("E345", f"plot kind 'marginals': no variable is listed by default ({hidden} are local); "
+                          "name them with --vars")
+    kinds = [k for k in kinds if k != "marginals" or names]  # "all" of a model of locals only: no marginals
     heights = {"elbo": 3.0, "marginals": 2.2 * len(names), "components": 2.6 * _component_rows(posterior)}
     width = 10 if kinds != ["marginals"] else 2 + 1.6 * min(ELEMENTS, max(posterior.size(n) for n in names))
     fig = Figure(figsize=(width, sum(heights[k] for k in kinds)), layout="constrained")
