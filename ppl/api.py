@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import numpy as np
@@ -245,6 +246,10 @@ def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model
 
 def load(path, set: dict | None = None) -> Model:  # noqa: A002
     """Read and check a `.vim` file."""
+    if not isinstance(path, (str, os.PathLike)):
+        kind = type(path).__name__
+        raise ModelError("E001", f"cannot read a model from {'an' if kind[0] in 'aeiou' else 'a'} {kind}: give the "
+                         "path of a .vim file or a ppl.Model")
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -90,3 +90,17 @@ def test_a_global_over_the_rows_is_named_as_such_when_new_rows_are_predicted():
     with pytest.raises(ppl.DataError) as info:
         post.score(shifted.assign(y=frame["y"]))
     assert info.value.code == "E351" and "(N: 40 in training, 40 in the new data)" in info.value.message
+
+
+def test_bad_seed_or_model_arguments_of_predict_are_located_errors():
+    """`predict(new, seed=-1)` was numpy's ValueError and `model=123` pathlib's TypeError."""
+    post = ppl.load("models/eight_schools.vim").infer("models/eight_schools.csv", seed=0)
+    new = pd.DataFrame({"y": [np.nan], "sigma": [10.0]})
+    for call in (post.predict, post.score):
+        with pytest.raises(ppl.OptionError) as info:
+            call(new, seed=-1)
+        assert info.value.code == "E325" and info.value.message == "seed must be a non-negative integer or None, got -1"
+        with pytest.raises(ppl.ModelError) as info:
+            call(new, model=123)
+        assert info.value.code == "E001" and info.value.message == "cannot read a model from an int: give the path " \
+                                                                  "of a .vim file or a ppl.Model"

@@ -41,6 +41,13 @@ ACCELERATORS = (None, True, False, "squarem", "anderson")  # `Options.accelerate
 ESTIMATE_NOISE = 0.2
 
 
+def check_seed(seed) -> None:
+    """A seed is None or an integer ≥ 0 (E325, as `--seed`): numpy's own errors name no option."""
+    from ppl.diagnostics import OptionError
+    if seed is not None and not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+        raise OptionError("E325", f"seed must be a non-negative integer or None, got {seed!r}")
+
+
 @dataclass(frozen=True)
 class Options:
     """Settings of one inference run (immutable; validated in `validate`)."""
@@ -60,9 +67,7 @@ class Options:
         from ppl.diagnostics import OptionError
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
             raise OptionError("E310", f"max_iter (--max-iter) must be a positive integer, got {self.max_iter!r}")
-        if self.seed is not None and not (isinstance(self.seed, (int, np.integer)) and not isinstance(self.seed, bool)
-                                          and self.seed >= 0):
-            raise OptionError("E325", f"seed must be a non-negative integer or None, got {self.seed!r}")
+        check_seed(self.seed)
         if self.time_limit is not None and not (isinstance(self.time_limit, (int, float, np.number))
                                                 and self.time_limit > 0):
             raise OptionError("E327", f"time_limit (--time-limit) must be a positive number of seconds, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.diagnostics import ModelError
+from ppl.infer.engine import check_seed
 
 from ppl.infer.predict.fold import fold_in
 from ppl.infer.predict.predictive import mixed, response_mixture
@@ -19,6 +20,7 @@ INTERVAL = (0.025, 0.975)
 
 def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
     """The locals of the new groups, fitted, and the predictive of every empty response cell."""
+    check_seed(seed)
     model = model_of(posterior, model)
     folds = _folds(posterior, model, data, na=na, seed=seed)
     fold = folds[0][1]
@@ -39,6 +41,7 @@ def score(posterior, data, model=None, na=None, seed=0) -> Score:
     """log p(y_n | training data) of every observed response cell, each from its own predictive:
     every response cell is held out, so no cell informs the locals another is scored with. A
     weighted row scores as the observations it stands for: count × log p."""
+    check_seed(seed)
     model = model_of(posterior, model)
     folds = _folds(posterior, model, data, hold_all=True, na=na, seed=seed)
     fold = folds[0][1]
