@@ -47,6 +47,15 @@ def test_unknown_vars_pattern_is_a_located_option_error(gmm):
     assert info.value.code == "E340" and "Lambda" in info.value.hint
 
 
+@pytest.mark.parametrize("vars_", [["mu", 3], 5])
+def test_vars_that_are_not_text_are_an_option_error(gmm, vars_):
+    """`summary(vars=5)` was a TypeError and `vars=["mu", 3]` an AttributeError ('int' has no strip)."""
+    with pytest.raises(OptionError) as info:
+        gmm.summary(vars=vars_)
+    assert info.value.code == "E340" and info.value.message == (
+        f"vars={vars_!r}: give variable names or glob patterns, as one comma-separated text or a list of texts")
+
+
 def test_cli_report_with_vars(capsys):
     args = ["infer", str(MODELS / "gmm.vim"), str(MODELS / "gmm.csv"), "--seed", "0"]
     assert main(args) == 0

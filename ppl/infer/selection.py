@@ -23,7 +23,10 @@ def patterns(vars) -> list[str] | None:  # noqa: A002
     """`"mu,sigma*"` or `["mu", "sigma*"]` → a list of glob patterns; None stays None."""
     if vars is None:
         return None
-    items = vars.split(",") if isinstance(vars, str) else list(vars)
+    items = vars.split(",") if isinstance(vars, str) else list(vars) if isinstance(vars, (list, tuple, set)) else None
+    if items is None or not all(isinstance(p, str) for p in items):
+        raise OptionError("E340", f"vars={vars!r}: give variable names or glob patterns, as one comma-separated text "
+                          "or a list of texts")
     return [p.strip() for p in items if p.strip()]
 
 
