@@ -168,6 +168,7 @@ SCHEDULES = [
     infer("engine", "`estep=cvb0` without a Dirichlet–Categorical block", "schedule svi(batch=2, estep=cvb0)\n" + HIERARCHY,
           HIERARCHY_CSV, "E297"),
     check("semantics", "`estep=gibbs` under the batch schedule", "schedule batch(estep=gibbs)\n" + REGRESSION, "E298"),
+    infer("engine", "a model with no `~` statement", "data y: real[N]\n", "y\n1\n", "E814"),
     infer("engine", "groups with no rows under a stochastic schedule", HIERARCHY, "g,y\n1,0.5\n3,1\n3,2\n", "E810",
           "--schedule 'svi(batch=1)'"),
     infer("engine", "ssmf_a on a `@joint` Normal–Gamma global", "schedule ssmf_a(batch=2)\n"

@@ -160,6 +160,9 @@ class Model:
         from ppl.infer.grid import infer_grid, requested
         from ppl.lang.schedule import parse_schedule
         model = self.with_constants(**set) if set else self
+        if not model.checked.factors:
+            raise ModelError("E814", f"{model.name} has no `~` statement: there is nothing to fit",
+                             hint="draw the data and the parameters with `~`, e.g. `y ~ Normal(mu, 1)`")
         spec = parse_schedule(schedule) if schedule else model.checked.schedule
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
                           record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate).validate()

@@ -158,6 +158,25 @@ def test_running_out_of_memory_is_a_user_error_not_a_bug(gp_files, monkeypatch):
         "than meant; else run on a machine with more memory, or stream the data (--stream, docs/scale.md)"]
 
 
+def test_a_model_with_nothing_in_q_converges_after_one_sweep_with_the_exact_likelihood():
+    """Every variable observed: q is empty and the ELBO is the log likelihood. The run went to
+    max_iter and said 'did NOT converge'."""
+    from scipy import stats
+    post = ppl.compile("data y: real[N]\ny ~ Normal(0, 1)\n").infer({"y": np.array([1.0, -0.5])})
+    assert post.converged and post.iterations == 1
+    assert post.elbo == pytest.approx(stats.norm.logpdf([1.0, -0.5]).sum(), rel=1e-12)
+    assert post.convergence.describe() == "ELBO change 0, est. 0 nats from the fixed point; largest mean change 0 sd"
+
+
+@pytest.mark.parametrize("text", ["", "# a comment\n", "data y: real[N]\n"])
+def test_a_model_without_a_statement_to_fit_is_e814(text):
+    """An empty model 'ran' 500 sweeps to ELBO 0 and said it did not converge."""
+    with pytest.raises(ppl.ModelError) as info:
+        ppl.compile(text, "m.vim").infer({"y": np.array([1.0])})
+    assert info.value.code == "E814" and info.value.message == (
+        "m.vim has no `~` statement: there is nothing to fit")
+
+
 def test_unwritable_output_folder_is_refused_before_inference(gp_files, tmp_path, monkeypatch):
     import os
     model, data = gp_files

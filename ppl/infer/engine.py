@@ -181,6 +181,10 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                 break
         elbo = new
         out_of_time = options.time_limit is not None and time.perf_counter() - start > options.time_limit
+        if not state.natural:  # nothing in q (every variable observed): the first ELBO is exact
+            monitor.report = Convergence("fixed point", elbo_change=0.0, elbo_gap=0.0, mean_change=0.0)
+            converged = True
+            break
         if monitor.done(trace, state, informative, trace_se, last=out_of_time or iteration == options.max_iter):
             converged = True
             break
