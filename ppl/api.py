@@ -19,6 +19,9 @@ class Model:
     """A checked model. Cheap to make; `with_constants` re-checks with overrides (`--set`)."""
 
     def __init__(self, text: str, name: str = "<string>", constants: dict | None = None):
+        if not isinstance(text, str):
+            raise ModelError("E001", f"cannot read a model from {_a(type(text).__name__)}: give its text as a str "
+                             "(decode bytes first), or a path to ppl.load")
         self.text = text
         self.name = name
         self.checked: CheckedModel = check(parse(text, name), constants)
@@ -250,9 +253,8 @@ def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model
 def load(path, set: dict | None = None) -> Model:  # noqa: A002
     """Read and check a `.vim` file."""
     if not isinstance(path, (str, os.PathLike)):
-        kind = type(path).__name__
-        raise ModelError("E001", f"cannot read a model from {'an' if kind[0] in 'aeiou' else 'a'} {kind}: give the "
-                         "path of a .vim file or a ppl.Model")
+        raise ModelError("E001", f"cannot read a model from {_a(type(path).__name__)}: give the path of a .vim "
+                         "file or a ppl.Model")
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -262,6 +264,11 @@ def load(path, set: dict | None = None) -> Model:  # noqa: A002
     except OSError as exc:
         raise ModelError("E001", f"cannot read model file {path}: {exc.strerror or exc}") from None
     return Model(text, str(path), set)
+
+
+def _a(noun: str) -> str:
+    """`noun` with its indefinite article (a type's name in a message)."""
+    return f"{'an' if noun[0].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _run_schedule(checked, dataset, analysis, spec):

@@ -177,6 +177,15 @@ def test_a_model_without_a_statement_to_fit_is_e814(text):
         "m.vim has no `~` statement: there is nothing to fit")
 
 
+@pytest.mark.parametrize("text, kind", [(123, "an int"), (None, "a NoneType"), (b"mu ~ Normal(0, 1)", "a bytes")])
+def test_model_text_that_is_not_a_str_is_e001(text, kind):
+    """ppl.compile(123) was an AttributeError from the parser, bytes a TypeError from re."""
+    with pytest.raises(ppl.ModelError) as info:
+        ppl.compile(text)
+    assert info.value.code == "E001" and info.value.message == (
+        f"cannot read a model from {kind}: give its text as a str (decode bytes first), or a path to ppl.load")
+
+
 def test_unwritable_output_folder_is_refused_before_inference(gp_files, tmp_path, monkeypatch):
     import os
     model, data = gp_files
