@@ -158,3 +158,13 @@ def test_observed_cells_of_a_partly_observed_response_are_not_drawn():
     idata = post.to_arviz(50, seed=1)
     np.testing.assert_array_equal(idata.posterior["y"].values[0], draws)
     np.testing.assert_array_equal(np.isnan(idata.observed_data["y"].values), missing)
+
+
+def test_a_bad_seed_of_the_draws_is_an_option_error():
+    """`draws(10, seed=-1)` and `to_arviz(seed=1.5)` were numpy's ValueError and TypeError."""
+    post = fit("beta_bernoulli")
+    for call in (lambda: post.draws(10, seed=-1), lambda: post.to_arviz(10, seed=1.5)):
+        with pytest.raises(ppl.OptionError) as info:
+            call()
+        assert info.value.code == "E325"
+    assert post.draws(3, seed=np.random.default_rng(0))["theta"].shape == (3,)  # a Generator is a seed too

@@ -70,7 +70,7 @@ class Posterior:
         variable is drawn at its empty cells and NaN at the observed ones (data, not in q)."""
         names = list(self.marginals) if vars is None else selection.chosen(self, vars)
         check_draws(n)
-        rng = np.random.default_rng(seed)
+        rng = draws_rng(seed)
         draws = {}
         for group in self.joint:
             if group.mean in names or group.precision in names:
@@ -234,6 +234,14 @@ def coded(marginal, values: np.ndarray) -> np.ndarray:
     if marginal.name not in CATEGORIES:
         return values
     return values + 1 if values.dtype.kind == "f" else (values + 1).astype(np.int32)
+
+
+def draws_rng(seed) -> np.random.Generator:
+    """The generator of a draw: `seed` an integer ≥ 0 or None (E325, as --seed), or a Generator."""
+    if not isinstance(seed, np.random.Generator):
+        from ppl.infer.engine import check_seed
+        check_seed(seed)
+    return np.random.default_rng(seed)
 
 
 def check_draws(n) -> None:
