@@ -168,6 +168,7 @@ SCHEDULES = [
     infer("engine", "`estep=cvb0` without a Dirichlet–Categorical block", "schedule svi(batch=2, estep=cvb0)\n" + HIERARCHY,
           HIERARCHY_CSV, "E297"),
     check("semantics", "`estep=gibbs` under the batch schedule", "schedule batch(estep=gibbs)\n" + REGRESSION, "E298"),
+    infer("engine", "a model with no `~` statement", "data y: real[N]\n", "y\n1\n", "E814"),
     infer("engine", "groups with no rows under a stochastic schedule", HIERARCHY, "g,y\n1,0.5\n3,1\n3,2\n", "E810",
           "--schedule 'svi(batch=1)'"),
     infer("engine", "ssmf_a on a `@joint` Normal–Gamma global", "schedule ssmf_a(batch=2)\n"
@@ -210,6 +211,9 @@ SAVED_POSTERIORS = [
          (("m.vim", LDA), ("d.csv", LDA_CSV), ("new.csv", "doc,word\n1,9\n")), "E350", FIT),
     Case("options", "`ppl score` of a vector response", "score m.vim post.json d.csv",
          (("m.vim", VECTOR), ("d.csv", "a,b\n1,2\n0,1\n")), "E352", FIT),
+    Case("options", "`ppl predict` of one hidden Markov chain (no groups of rows to fold in)",
+         "predict m.vim post.json d.csv",
+         (("m.vim", HMM.replace(" @sequences(by=s)", "")), ("d.csv", "s,roll\n1,1\n1,2\n1,1\n2,2\n")), "E813", FIT),
     Case("options", "`ppl predict` with a grid posterior (it mixes its parts)", "predict m.vim post.json d.csv",
          (("m.vim", GRID), ("d.csv", HIERARCHY_CSV)), None, FIT + " --grid tau"),
     Case("options", "`ppl predict` with a saved posterior cut short", "predict m.vim post.json d.csv",
@@ -328,6 +332,9 @@ UNREACHABLE = {
     "E365": PYTHON_ONLY + "a cluster with data in memory (tests/test_cluster.py)",
     "E405": PYTHON_ONLY + "an array of more dimensions than declared; a CSV column has one",
     "E710": PYTHON_ONLY + "accelerate= (tests/test_anderson.py); the CLI's --accelerate takes a choice",
+    "E811": PYTHON_ONLY + "data given as a Series, an array or a list (tests/test_binding.py); the CLI reads paths",
+    "E812": PYTHON_ONLY + "set={...} to something not a number (tests/test_checker.py); --set reads a number first "
+            "(exit 2)",
     "E413": "an OSError on reading a data file that exists (permissions): the catalogue runs as a user who "
             "reads every file (tests/test_reading.py forces it)",
     "E346": "depends on the installation: `ppl plot` without matplotlib (ppl[plot]); a case would pass or "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,9 @@ class Model:
     """A checked model. Cheap to make; `with_constants` re-checks with overrides (`--set`)."""
 
     def __init__(self, text: str, name: str = "<string>", constants: dict | None = None):
+        if not isinstance(text, str):
+            raise ModelError("E001", f"cannot read a model from {_a(type(text).__name__)}: give its text as a str "
+                             "(decode bytes first), or a path to ppl.load")
         self.text = text
         self.name = name
         self.checked: CheckedModel = check(parse(text, name), constants)
@@ -159,9 +163,12 @@ class Model:
         from ppl.infer.grid import infer_grid, requested
         from ppl.lang.schedule import parse_schedule
         model = self.with_constants(**set) if set else self
+        if not model.checked.factors:
+            raise ModelError("E814", f"{model.name} has no `~` statement: there is nothing to fit",
+                             hint="draw the data and the parameters with `~`, e.g. `y ~ Normal(mu, 1)`")
         spec = parse_schedule(schedule) if schedule else model.checked.schedule
         options = Options(max_iter=max_iter, tol=tol, seed=seed, restarts=restarts, time_limit=time_limit,
-                          record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate)
+                          record_terms=record_terms, mean_tol=mean_tol, accelerate=accelerate).validate()
         chosen = requested(model.checked, grid)
         if chosen is not None:
             return infer_grid(model, data, chosen, spec, options, na=na, methods=methods,
@@ -245,6 +252,9 @@ def compile(text: str, name: str = "<string>", set: dict | None = None) -> Model
 
 def load(path, set: dict | None = None) -> Model:  # noqa: A002
     """Read and check a `.vim` file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ModelError("E001", f"cannot read a model from {_a(type(path).__name__)}: give the path of a .vim "
+                         "file or a ppl.Model")
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -254,6 +264,11 @@ def load(path, set: dict | None = None) -> Model:  # noqa: A002
     except OSError as exc:
         raise ModelError("E001", f"cannot read model file {path}: {exc.strerror or exc}") from None
     return Model(text, str(path), set)
+
+
+def _a(noun: str) -> str:
+    """`noun` with its indefinite article (a type's name in a message)."""
+    return f"{'an' if noun[0].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _run_schedule(checked, dataset, analysis, spec):

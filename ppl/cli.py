@@ -14,6 +14,7 @@ import traceback
 from ppl.diagnostics import PplError
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+DRAWS = 1000  # draws of --draws-output and FILE.nc when --draws is not given
 
 
 def _assignment(text: str) -> tuple[str, str]:
@@ -46,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
     def common(p, data_required=False):
         p.add_argument("model", help="the .vim model file")
-        p.add_argument("data", nargs=None if data_required else "?", help="a CSV file with the data")
+        p.add_argument("data", nargs=None if data_required else "?", help="the data: a CSV or Parquet file (on a cluster, a glob of them or a folder of Parquet files)")
         p.add_argument("--set", action="append", default=[], type=_assignment, metavar="NAME=VALUE",
                        help="override a constant declared with `const`")
         p.add_argument("--method", action="append", default=[], type=_assignment, metavar="FACTOR=RULE",
@@ -91,11 +92,12 @@ def parser() -> argparse.ArgumentParser:
                        "(DATA: a glob of CSV or Parquet files, or a folder of Parquet files; needs ppl[dask])")
     infer.add_argument("--workers", type=int, metavar="N", help="run on a Dask cluster of N processes on this machine")
     infer.add_argument("--restarts", type=int, default=1, help="runs from different starts; keep the best ELBO")
-    infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS")
+    infer.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                       help="stop after SECONDS of inference, not converged")
     infer.add_argument("--output", metavar="FILE",
                        help="write results to FILE.json (loadable), FILE.csv (stansummary layout) or FILE.nc "
                             "(ArviZ netCDF, needs ppl[arviz])")
-    infer.add_argument("--draws", type=int, default=0, metavar="N",
+    infer.add_argument("--draws", type=int, default=None, metavar="N",
                        help="draw N samples from q (for --draws-output, or into FILE.nc: default 1000)")
     infer.add_argument("--draws-output", metavar="FILE.csv", help="where to write the draws")
     infer.add_argument("--vars", metavar="PATTERNS",
@@ -142,6 +144,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("ppl: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except MemoryError as exc:  # the sizes asked for, not a bug: say what ran out
+        print(f"ppl: out of memory: {exc}\n  hint: a size of the model or the data (a constant such as K, --set, a "
+              "number of levels) may be larger than meant; else run on a machine with more memory, or stream the "
+              "data (--stream, docs/scale.md)", file=sys.stderr)
+        return EXIT_USER
     except Exception:  # a bug in ppl: say so, and keep the traceback for the report
         traceback.print_exc()
         print("ppl: internal error — this is a bug in ppl, please report it with the model and data.",
@@ -183,6 +190,9 @@ def _infer(args, constants) -> int:
     from ppl.infer import DampingWarning
     warnings.simplefilter("ignore", DampingWarning)  # the report prints the same note
     model = ppl.load(args.model, set=constants)
+    if args.vars is not None:
+        from ppl.infer.selection import matched
+        matched(args.vars, [n for n, v in model.checked.variables.items() if v.kind != "const"])
     progress = None
     if not args.quiet and sys.stderr.isatty():
         from ppl.report.progress import Progress
@@ -197,16 +207,21 @@ def _infer(args, constants) -> int:
     finally:
         if progress is not None:
             progress.close()
-    if args.vars:
+    if args.vars is not None:
         from ppl.infer.selection import chosen
-        chosen(posterior, args.vars)  # an unknown pattern is an error before anything is written
+        chosen(posterior, args.vars)  # a pattern of data with no missing cell: an error before anything is written
     if args.output:
-        write_posterior(posterior, args.output, args.vars, args.draws or 1000, args.seed, _run_record(args, constants))
-    if args.draws and args.draws_output:
-        write_draws(posterior, args.draws, args.seed, args.draws_output)
+        write_posterior(posterior, args.output, args.vars, _draws(args), args.seed, _run_record(args, constants))
+    if args.draws_output:
+        write_draws(posterior, _draws(args), args.seed, args.draws_output)
     if not args.quiet:
         sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}", args.vars))
     return EXIT_INTERRUPTED if posterior.interrupted else EXIT_OK
+
+
+def _draws(args) -> int:
+    """The draws --draws-output and FILE.nc take: --draws N, by default 1000."""
+    return DRAWS if args.draws is None else args.draws
 
 
 def _client(args):
@@ -228,7 +243,7 @@ def _run_record(args, constants) -> dict:
     """What produced a result file: ppl's version, the seed, the options and the input paths."""
     from ppl import __version__
     options = {"set": constants, "method": dict(args.method), "max_iter": args.max_iter, "tol": args.tol,
-               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws}
+               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws or 0}
     if args.gaussian_block is not None:
         options["gaussian_block"] = args.gaussian_block
     if args.grid is not None:
@@ -238,7 +253,10 @@ def _run_record(args, constants) -> dict:
 
 
 def _plot(args, constants) -> int:
+    from pathlib import Path
     import ppl
+    from ppl.cli_checks import IMAGE_SUFFIXES, check_output
+    check_output("-o", Path(args.output), [Path(args.posterior)], IMAGE_SUFFIXES)
     posterior = ppl.Posterior.load(args.posterior)
     posterior.plot(args.kind, args.vars, args.output)
     return EXIT_OK

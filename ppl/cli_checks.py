@@ -10,13 +10,14 @@ from pathlib import Path
 from ppl.diagnostics import OptionError
 
 OUTPUT_SUFFIXES = {"--output": (".json", ".csv", ".nc"), "--draws-output": (".csv",), "-o": (".csv",)}
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".tif", ".tiff", ".webp")  # `ppl plot`: matplotlib's
 
 
 def check_infer_options(args) -> None:
     """Raise an `OptionError` for the first invalid option of `ppl infer`."""
     if args.seed is not None and args.seed < 0:
         raise OptionError("E325", f"--seed {args.seed}: a seed is a non-negative integer")
-    if args.draws < 0:
+    if args.draws is not None and args.draws < 0:
         raise OptionError("E326", f"--draws {args.draws}: the number of draws is zero or more")
     if args.draws and not args.draws_output and not (args.output or "").lower().endswith(".nc"):
         raise OptionError("E324", "--draws N needs --draws-output FILE.csv (or --output FILE.nc)")
@@ -34,10 +35,10 @@ def check_infer_options(args) -> None:
         raise OptionError("E328", f"--output and --draws-output both name {args.output}")
 
 
-def check_output(flag: str, path: Path, inputs: list) -> None:
-    """The file `path` can be written: a known suffix, an existing writable folder, not a folder
-    itself, and none of the input files."""
-    suffixes = OUTPUT_SUFFIXES[flag]
+def check_output(flag: str, path: Path, inputs: list, suffixes: tuple | None = None) -> None:
+    """The file `path` can be written: a known suffix (`suffixes`, by default the flag's), an
+    existing writable folder, not a folder itself, and none of the input files."""
+    suffixes = suffixes or OUTPUT_SUFFIXES[flag]
     if path.is_dir():
         raise OptionError("E320", f"{flag} {path}: this is a folder; give a file name")
     if path.suffix.lower() not in suffixes:

@@ -113,3 +113,58 @@ def test_group_axis_carries_the_csv_labels_and_plot_posterior_draws_it():
     assert idata.posterior["G"].values.tolist() == [str(s) for s in post.levels["site"]]
     axes = az.plot_posterior(idata, var_names=["a"])
     assert np.size(axes) == len(post.levels["site"])
+
+
+@pytest.mark.parametrize("draws", [-1, 1.5, "10"])
+def test_a_bad_number_of_draws_is_an_option_error(draws):
+    """`draws(-1)` was numpy's 'negative dimensions', `to_arviz(draws=1.5)` xarray's 'conflicting
+    sizes for dimension draw': E326, as `--draws -1` is."""
+    post = fit("beta_bernoulli")
+    for call in (lambda: post.draws(draws), lambda: post.to_arviz(draws=draws)):
+        with pytest.raises(ppl.OptionError) as info:
+            call()
+        assert info.value.code == "E326"
+        assert info.value.message == f"draws must be a non-negative integer, got {draws!r}"
+
+
+@pytest.mark.parametrize("name, variable, levels", [("gmm", "z", 6), ("hmm", "z", 2)])
+def test_latent_category_draws_are_one_based_in_arviz_and_the_draws_csv(name, variable, levels, tmp_path):
+    """A category is 1..K in the model: ArviZ gave an HMM's chain states 0-based (a mixture's
+    1-based), and --draws-output gave every category 0-based. Both now equal draws() + 1."""
+    import csv
+    from ppl.report import write_draws
+    post = fit(name, max_iter=30)
+    codes = post.draws(40, seed=3)[variable] + 1
+    assert codes.min() >= 1 and codes.max() <= levels
+    np.testing.assert_array_equal(post.to_arviz(40, seed=3).posterior[variable].values[0], codes)
+    write_draws(post, 40, 3, tmp_path / "draws.csv")
+    with open(tmp_path / "draws.csv", newline="", encoding="utf-8") as handle:
+        header, *rows = list(csv.reader(handle))
+    column = header.index(f"{variable}[2]")
+    assert [int(float(row[column])) for row in rows] == codes[:, 1].tolist()
+
+
+def test_observed_cells_of_a_partly_observed_response_are_not_drawn():
+    """A response with empty cells has q over those cells only: the draws (and ArviZ's posterior
+    group) gave random values at the observed cells too, where the summary lists nothing. They
+    are NaN there now, with the observed values in `observed_data`; the empty cells are drawn."""
+    frame = __import__("pandas").read_csv(MODELS / "linear_regression_known_noise.csv")
+    frame.loc[[3, 7], "y"] = np.nan
+    post = ppl.load(MODELS / "linear_regression_known_noise.vim").infer(frame, seed=0)
+    draws = post.draws(50, seed=1)["y"]
+    missing = np.zeros(50, dtype=bool)
+    missing[[3, 7]] = True
+    assert np.isnan(draws[:, ~missing]).all() and np.isfinite(draws[:, missing]).all()
+    idata = post.to_arviz(50, seed=1)
+    np.testing.assert_array_equal(idata.posterior["y"].values[0], draws)
+    np.testing.assert_array_equal(np.isnan(idata.observed_data["y"].values), missing)
+
+
+def test_a_bad_seed_of_the_draws_is_an_option_error():
+    """`draws(10, seed=-1)` and `to_arviz(seed=1.5)` were numpy's ValueError and TypeError."""
+    post = fit("beta_bernoulli")
+    for call in (lambda: post.draws(10, seed=-1), lambda: post.to_arviz(10, seed=1.5)):
+        with pytest.raises(ppl.OptionError) as info:
+            call()
+        assert info.value.code == "E325"
+    assert post.draws(3, seed=np.random.default_rng(0))["theta"].shape == (3,)  # a Generator is a seed too

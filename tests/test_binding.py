@@ -177,6 +177,30 @@ def test_a_dataframe_binds_as_its_csv_file(tmp_path):
     assert_same_dataset(from_csv, MODEL.bind(as_text))
 
 
+@pytest.mark.parametrize("data, kind", [(pd.Series([1.0, 2.0], name="y"), "Series"),
+                                         (np.array([1.0, 2.0]), "ndarray"), ([1.0, 2.0], "list")])
+def test_data_of_another_kind_is_a_located_error(data, kind):
+    """A Series, an array or a list is not a table: a data error naming what was given and what
+    is read (it was a TypeError from pathlib)."""
+    with pytest.raises(ppl.DataError) as info:
+        MODEL.bind(data)
+    assert info.value.code == "E811" and info.value.source_name == kind
+    assert info.value.message == (f"cannot read data of type {kind}: give a CSV or Parquet path, "
+                                  "a pandas DataFrame or a dict of arrays by column name")
+
+
+@pytest.mark.parametrize("separator, shown", [(";", "`;`"), ("\t", "tabs")])
+def test_a_file_separated_by_another_character_is_named_in_the_hint(tmp_path, separator, shown):
+    """A semicolon- or tab-separated file has one column, `x;k;b;g;y`: the hint said only
+    'columns are: x;k;b;g;y'; it now says what the file is separated by."""
+    path = csv_file(tmp_path, CSV.replace(",", separator).replace('"south{0} east"'.format(separator), "south"))
+    with pytest.raises(ppl.DataError) as info:
+        MODEL.bind(path)
+    assert info.value.code == "E403" and info.value.column == "x"
+    assert info.value.hint == (f"the header is one column, `{separator.join('xkbgy')}`: ppl reads comma-separated "
+                               f"values and this file looks separated by {shown}; save it with commas")
+
+
 def test_matrix_columns_from_a_dataframe_and_a_csv():
     model = ppl.load(MODELS / "linear_regression.vim")
     from_csv = model.bind(MODELS / "linear_regression.csv")

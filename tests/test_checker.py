@@ -119,6 +119,22 @@ def test_set_validation():
     assert ppl.compile(MIXTURE, set={"K": 3.0}).checked.constants["K"] == 3
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_set_of_an_integer_constant_to_a_non_finite_value_is_e301(value):
+    """`--set K=inf` was an OverflowError (`int(inf)`), `K=nan` a ValueError: internal errors."""
+    with pytest.raises(OptionError) as info:
+        ppl.compile(MIXTURE, set={"K": value})
+    assert info.value.code == "E301" and info.value.message == f"--set K={value}: `K` is an integer"
+
+
+@pytest.mark.parametrize("value", ["a", None, [3], True])
+def test_set_to_something_not_a_number_is_e812(value):
+    """From Python `set={"K": "a"}` was a ValueError from float()."""
+    with pytest.raises(OptionError) as info:
+        ppl.compile(MIXTURE, set={"K": value})
+    assert info.value.code == "E812" and info.value.message == f"--set K={value!r}: a constant is set to a number"
+
+
 def test_set_on_the_command_line(tmp_path, capsys):
     path = tmp_path / "mixture.vim"
     path.write_text(MIXTURE)

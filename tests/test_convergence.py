@@ -177,6 +177,21 @@ def test_cli_reports_the_stop_in_the_header_and_the_json(tmp_path, capsys):
     assert document["elbo_gap"] <= 1e-6
 
 
+def test_a_run_of_one_sweep_claims_no_change(tmp_path, capsys):
+    """After one sweep there is no ELBO change and no mean change to measure: the report said
+    the objective fell and that no mean moved (the state compared with itself)."""
+    out = tmp_path / "post.json"
+    assert main(["infer", str(MODELS / "gmm.vim"), str(MODELS / "gmm.csv"), "--seed", "0", "--max-iter", "1",
+                 "--output", str(out)]) == 0
+    header = capsys.readouterr().out.splitlines()[2]
+    assert header == "stopped at: one sweep, no ELBO change or mean change to measure"
+    document = json.loads(out.read_text())["convergence"]
+    assert document["elbo_change"] is None and document["mean_change"] is None
+    assert main(["infer", str(MODELS / "lda.vim"), str(MODELS / "lda.csv"), "--seed", "0", "--max-iter", "3"]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == ("stopped at: fewer than 11 sweeps, the window the ELBO change "
+                                                       "and the globals' moves are measured over")
+
+
 def test_mean_tol_must_be_positive(capsys):
     assert main(["infer", str(MODELS / "gaussian.vim"), str(MODELS / "gaussian.csv"), "--mean-tol", "0"]) == 1
     assert "mean_tol (--mean-tol) must be positive" in capsys.readouterr().err

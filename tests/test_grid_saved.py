@@ -287,3 +287,14 @@ def test_a_grid_reads_the_new_rows_once_for_all_its_parts(hierarchical, tmp_path
     pred = post.predict(path)
     assert len(post.parts) > 1 and len(reads) == 1
     np.testing.assert_allclose(pred["y"]["mean"], post.predict(test.assign(y=np.nan))["y"]["mean"], atol=1e-12)
+
+
+def test_natural_parameters_outside_the_family_are_a_located_error(tmp_path):
+    """A Gamma entry edited to a negative rate loaded as a q with mean -0.4 (a value of the wrong
+    kind, read without a word): E800 at the entry, naming the family."""
+    post = ppl.compile(NORMAL).infer({"y": np.ones(3)}, grid="none")
+    post.save(tmp_path / "plain.json")
+    error = _damaged(tmp_path / "plain.json", tmp_path,
+                     lambda doc: doc["q"]["variables"]["tau"]["natural"].update(data=[1.0, 5.0]))
+    assert error.code == "E800" and "entry `q.variables.tau` cannot be read" in error.message
+    assert "Gamma: natural parameters out of the parameter space" in error.message

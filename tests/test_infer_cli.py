@@ -224,3 +224,26 @@ def test_categorical_data_as_dataframe():
     from_dict = m.infer({"x": table.to_numpy()}, seed=0)
     assert from_frame.elbo == pytest.approx(from_csv.elbo, abs=1e-9)
     assert from_dict.elbo == pytest.approx(from_csv.elbo, abs=1e-9)
+
+
+@pytest.mark.parametrize("draws, rows", [([], 1000), (["--draws", "0"], 0), (["--draws", "7"], 7)])
+def test_draws_output_without_draws_writes_the_default_number(tmp_path, draws, rows):
+    """`--draws-output d.csv` alone wrote nothing and said nothing (the draws defaulted to 0),
+    though --help gives 1000 as the default: it now writes 1000 draws, and `--draws 0` a header."""
+    from ppl.cli import main
+    path = tmp_path / "d.csv"
+    assert main(["infer", str(MODELS / "eight_schools.vim"), str(MODELS / "eight_schools.csv"), "--seed", "0",
+                 "--quiet", "--draws-output", str(path), *draws]) == 0
+    table = pd.read_csv(path)
+    assert len(table) == rows and list(table.columns)[:2] == ["mu", "tau"]
+
+
+def test_help_names_every_data_input_and_the_time_limit(capsys):
+    """`ppl infer --help` said the data were 'a CSV file' (Parquet files, globs and folders are
+    read too) and printed --time-limit with no words."""
+    from ppl.cli import main
+    with pytest.raises(SystemExit):
+        main(["infer", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "data the data: a CSV or Parquet file (on a cluster, a glob of them or a folder of Parquet files)" in text
+    assert "--time-limit SECONDS stop after SECONDS of inference, not converged" in text

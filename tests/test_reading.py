@@ -96,11 +96,35 @@ def test_more_missing_tokens_by_option(tmp_path, monkeypatch, capsys):
     assert first.startswith(f"{path}, column 'y', row 3: data error [E406]: `?` is not a number")
 
 
+@pytest.mark.parametrize("na", ["-999", ["-999"], -999, [-999.0]])
+def test_a_missing_token_marks_numeric_cells_of_a_dataframe_dict_or_parquet(na, tmp_path):
+    """`na` named cell texts, so a DataFrame's, a dict's or a Parquet file's float column ignored
+    it and -999 was fitted as data, silently; a scalar token that is not text was a TypeError."""
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([2.0, -999.0, 4.0])
+    pd.DataFrame({"x": x, "y": y}).to_parquet(tmp_path / "data.parquet")
+    for data in (pd.DataFrame({"x": x, "y": y}), {"x": x, "y": y}, pd.DataFrame({"x": x, "y": y.astype(int)}),
+                 tmp_path / "data.parquet"):
+        dataset = RESPONSE.bind(data, na=na)
+        assert dataset.masks["y"].tolist() == [True, False, True]
+        assert dataset.arrays["y"].tolist() == [2.0, 0.0, 4.0]
+
+
 def test_dataframe_and_parquet_bind_as_their_csv(tmp_path):
     path = csv_file(tmp_path, "x,k,b,g,y\n0.5,1,true,north,1.0\n-10,2,0,south,NA\n2,3,FALSE,north,2.5\n")
     from_csv = MODEL.bind(path)
     frame = pd.read_csv(path)
     assert_same_dataset(from_csv, MODEL.bind(frame))
+    frame.to_parquet(tmp_path / "data.parquet")
+    assert_same_dataset(from_csv, MODEL.bind(tmp_path / "data.parquet"))
+
+
+def test_a_parquet_category_column_binds_as_its_csv(tmp_path):
+    """pandas writes a `category` column as an Arrow dictionary with int8 indices (int16 past
+    127 levels): its codes are read at their own width, not as int32 (which read four codes as
+    one and indexed out of bounds)."""
+    path = csv_file(tmp_path, "x,k,b,g,y\n0.5,1,true,north,1.0\n-10,2,0,south,NA\n2,3,FALSE,west,2.5\n4,5,1,north,3\n")
+    from_csv = MODEL.bind(path)
+    frame = pd.read_csv(path).astype({"g": "category"})
     frame.to_parquet(tmp_path / "data.parquet")
     assert_same_dataset(from_csv, MODEL.bind(tmp_path / "data.parquet"))
 

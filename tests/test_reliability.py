@@ -119,6 +119,73 @@ def test_bad_infer_options_are_refused_before_inference(options, code, message, 
     assert copy.read_text() == data.read_text()
 
 
+@pytest.mark.parametrize("options,code,message", [
+    ({"seed": 1.5}, "E325", "seed must be a non-negative integer or None, got 1.5"),
+    ({"seed": -1}, "E325", "seed must be a non-negative integer or None, got -1"),
+    ({"seed": "a"}, "E325", "seed must be a non-negative integer or None, got 'a'"),
+    ({"time_limit": 0}, "E327", "time_limit (--time-limit) must be a positive number of seconds, got 0"),
+    ({"time_limit": -1.0}, "E327", "time_limit (--time-limit) must be a positive number of seconds, got -1.0"),
+    ({"time_limit": "5"}, "E327", "time_limit (--time-limit) must be a positive number of seconds, got '5'"),
+])
+def test_bad_infer_arguments_from_python_are_option_errors(options, code, message):
+    """What the CLI refuses (E325, E327) Model.infer refused by a numpy traceback (a seed) or
+    ran one sweep of (a time limit of 0 or less)."""
+    with pytest.raises(ppl.OptionError) as info:
+        ppl.load("models/beta_bernoulli.vim").infer("models/beta_bernoulli.csv", **options)
+    assert info.value.code == code and info.value.message == message
+
+
+def test_a_run_stopped_by_its_time_limit_says_so():
+    """The report of a run cut by time_limit said only 'did NOT converge (raise --max-iter ...)'."""
+    post = ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0, time_limit=1e-9)
+    assert not post.converged and post.iterations == 1
+    assert post.notes[-1] == "the time limit (1e-09 s) stopped the run after sweep 1, before --max-iter"
+
+
+def test_running_out_of_memory_is_a_user_error_not_a_bug(gp_files, monkeypatch):
+    """`--set K=100000000` asks numpy for 25 GiB: the MemoryError was reported as an internal
+    error (a bug in ppl, exit 3) with a traceback. It is exit 1 with what ran out and why."""
+    model, data = gp_files
+
+    def allocate(*args, **kwargs):
+        raise MemoryError("Unable to allocate 25.3 GiB for an array with shape (272, 100000000) and data type bool")
+    monkeypatch.setattr(ppl.Model, "infer", allocate)
+    exit_code, _, stderr = _cli(["infer", model, data])
+    assert exit_code == 1 and "Traceback" not in stderr
+    assert stderr.splitlines() == [
+        "ppl: out of memory: Unable to allocate 25.3 GiB for an array with shape (272, 100000000) and data type bool",
+        "  hint: a size of the model or the data (a constant such as K, --set, a number of levels) may be larger "
+        "than meant; else run on a machine with more memory, or stream the data (--stream, docs/scale.md)"]
+
+
+def test_a_model_with_nothing_in_q_converges_after_one_sweep_with_the_exact_likelihood():
+    """Every variable observed: q is empty and the ELBO is the log likelihood. The run went to
+    max_iter and said 'did NOT converge'."""
+    from scipy import stats
+    post = ppl.compile("data y: real[N]\ny ~ Normal(0, 1)\n").infer({"y": np.array([1.0, -0.5])})
+    assert post.converged and post.iterations == 1
+    assert post.elbo == pytest.approx(stats.norm.logpdf([1.0, -0.5]).sum(), rel=1e-12)
+    assert post.convergence.describe() == "ELBO change 0, est. 0 nats from the fixed point; largest mean change 0 sd"
+
+
+@pytest.mark.parametrize("text", ["", "# a comment\n", "data y: real[N]\n"])
+def test_a_model_without_a_statement_to_fit_is_e814(text):
+    """An empty model 'ran' 500 sweeps to ELBO 0 and said it did not converge."""
+    with pytest.raises(ppl.ModelError) as info:
+        ppl.compile(text, "m.vim").infer({"y": np.array([1.0])})
+    assert info.value.code == "E814" and info.value.message == (
+        "m.vim has no `~` statement: there is nothing to fit")
+
+
+@pytest.mark.parametrize("text, kind", [(123, "an int"), (None, "a NoneType"), (b"mu ~ Normal(0, 1)", "a bytes")])
+def test_model_text_that_is_not_a_str_is_e001(text, kind):
+    """ppl.compile(123) was an AttributeError from the parser, bytes a TypeError from re."""
+    with pytest.raises(ppl.ModelError) as info:
+        ppl.compile(text)
+    assert info.value.code == "E001" and info.value.message == (
+        f"cannot read a model from {kind}: give its text as a str (decode bytes first), or a path to ppl.load")
+
+
 def test_unwritable_output_folder_is_refused_before_inference(gp_files, tmp_path, monkeypatch):
     import os
     model, data = gp_files
@@ -216,6 +283,7 @@ def test_keyboard_interrupt_from_progress_keeps_the_last_completed_sweep(gp_data
     stopped = model.infer(gp_data, seed=0, progress=progress, restarts=2)
     three = model.infer(gp_data, seed=0, max_iter=3)
     assert stopped.interrupted and not stopped.converged and stopped.status == "interrupted, not converged"
+    assert ", 3 sweeps, interrupted, not converged, variables=" in repr(stopped)  # repr said "not converged"
     assert stopped.iterations == 3 and stopped.elbo == three.elbo
     np.testing.assert_array_equal(stopped["f"].mean, three["f"].mean)
 

@@ -47,6 +47,15 @@ def test_unknown_vars_pattern_is_a_located_option_error(gmm):
     assert info.value.code == "E340" and "Lambda" in info.value.hint
 
 
+@pytest.mark.parametrize("vars_", [["mu", 3], 5])
+def test_vars_that_are_not_text_are_an_option_error(gmm, vars_):
+    """`summary(vars=5)` was a TypeError and `vars=["mu", 3]` an AttributeError ('int' has no strip)."""
+    with pytest.raises(OptionError) as info:
+        gmm.summary(vars=vars_)
+    assert info.value.code == "E340" and info.value.message == (
+        f"vars={vars_!r}: give variable names or glob patterns, as one comma-separated text or a list of texts")
+
+
 def test_cli_report_with_vars(capsys):
     args = ["infer", str(MODELS / "gmm.vim"), str(MODELS / "gmm.csv"), "--seed", "0"]
     assert main(args) == 0
@@ -58,6 +67,18 @@ def test_cli_report_with_vars(capsys):
     assert "z[1,1]" in out and "(+1624 more)" in out and "pi[4]" not in out
     assert main(args + ["--vars", "nosuch"]) == 1
     assert "E340" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("vars_, message", [("Lambd", "--vars Lambd: no variable matches"),
+                                             ("", "--vars '': no pattern given")])
+def test_a_vars_pattern_matching_no_variable_is_refused_before_the_fit(capsys, monkeypatch, vars_, message):
+    """A typo in --vars cost the whole fit (it was checked on the posterior), and an empty --vars
+    printed no table and no word: both are E340 before inference."""
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the fit ran")
+    monkeypatch.setattr(ppl.Model, "infer", no_fit)
+    assert main(["infer", str(MODELS / "gmm.vim"), str(MODELS / "gmm.csv"), "--vars", vars_]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == f"option error [E340]: {message}"
 
 
 def test_save_and_load_give_the_same_posterior(gmm, tmp_path):
@@ -130,6 +151,40 @@ def test_ppl_plot_command(tmp_path):
     assert main(["plot", str(post), "--vars", "mu,tau", "-o", str(tmp_path / "fig.png")]) == 0
     _nontrivial_png(tmp_path / "fig.png")
     assert main(["plot", str(post), "--kind", "components", "-o", str(tmp_path / "c.png")]) == 1  # no mixture
+
+
+def test_a_plot_file_that_cannot_be_written_is_an_option_error(tmp_path, capsys):
+    """`-o fig.xyz` and `-o no/such/folder/fig.png` were matplotlib's ValueError and
+    FileNotFoundError after the drawing (internal errors, exit 3); `path=` from Python too."""
+    post = tmp_path / "post.json"
+    assert main(["infer", str(MODELS / "beta_bernoulli.vim"), str(MODELS / "beta_bernoulli.csv"), "--quiet",
+                 "--output", str(post)]) == 0
+    for target, message in ((tmp_path / "fig.xyz", "use a .png or .svg or .pdf"),
+                            (tmp_path / "no" / "fig.png", f"folder {tmp_path / 'no'} does not exist")):
+        assert main(["plot", str(post), "-o", str(target)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"option error [{'E321' if target.suffix == '.xyz' else 'E320'}]: -o {target}: ")
+        assert message in err and "Traceback" not in err
+        with pytest.raises(OptionError) as info:
+            ppl.Posterior.load(post).plot(path=target)
+        assert info.value.message.startswith(f"path {target}: ") and message in info.value.message
+
+
+def test_a_model_of_local_variables_only_plots_without_marginals(tmp_path):
+    """Poisson MF's theta and beta are both local, so no variable is listed by default: the
+    marginals plot took max() of nothing, an internal error of `ppl plot`. "all" now leaves
+    it out; asked for by name it is E345, pointing at --vars; with --vars it draws."""
+    import matplotlib
+    matplotlib.use("Agg")
+    post = ppl.load(MODELS / "poisson_mf.vim").infer(MODELS / "poisson_mf.csv", seed=0, max_iter=20)
+    fig = post.plot(path=tmp_path / "all.png")
+    assert [sub._suptitle.get_text() for sub in fig.subfigs] == ["convergence"]  # the ELBO plot alone
+    with pytest.raises(OptionError) as info:
+        post.plot("marginals")
+    assert info.value.code == "E345" and info.value.message == (
+        "plot kind 'marginals': no variable is listed by default (theta, beta are local); name them with --vars")
+    fig = post.plot("marginals", vars="theta", path=tmp_path / "theta.png")
+    assert fig.subfigs[0].axes[0].get_title() == "theta[1,1]" and (tmp_path / "theta.png").stat().st_size > 1000
 
 
 def test_notebook_view_shows_the_table_and_what_it_leaves_out(gmm):

@@ -134,7 +134,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                 break
             if out_of_time:
                 break
-        convergence = monitor.finish(state)
+        convergence = monitor.finish(state if interrupted else None)
     finally:
         cluster.close_run()
     for name in plan.locals:  # the locals of the client's few groups are not the posterior's

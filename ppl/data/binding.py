@@ -15,7 +15,7 @@ import numpy as np
 from ppl.diagnostics import DataError, nearest
 from ppl.lang import ast
 from ppl.lang.model import CheckedModel
-from ppl.data.columns import Coded, na_tokens
+from ppl.data.columns import Coded, na_tokens, numeric_missing
 from ppl.data.reading import open_data
 from ppl.data.support import check_support
 
@@ -149,8 +149,8 @@ def _columns(decl: ast.DataDecl, available: list[str], source: str, sizes: dict)
         if column not in available:
             guess = nearest(column, available)
             raise DataError("E403", f"no column `{column}` for data `{decl.name}`", column=column,
-                            source=source, hint=f"did you mean `{guess}`?" if guess else
-                            f"columns are: {', '.join(available[:12])}")
+                            source=source, hint=_separated(available) or (f"did you mean `{guess}`?" if guess else
+                                                                          f"columns are: {', '.join(available[:12])}"))
     return names
 
 
@@ -180,6 +180,16 @@ def _group(binding: ast.ColumnGroup, available: list[str], source: str, sizes: d
     return [f"{prefix}{i}{suffix}" for i in range(start, last + 1)]
 
 
+def _separated(available: list) -> str | None:
+    """The hint for a header of one column holding `;` or tabs: a file separated otherwise."""
+    if len(available) == 1:
+        for separator, shown in ((";", "`;`"), ("\t", "tabs")):
+            if separator in available[0]:
+                return (f"the header is one column, `{available[0]}`: ppl reads comma-separated values and this "
+                        f"file looks separated by {shown}; save it with commas")
+    return None
+
+
 def _from_dict(table: dict, decl: ast.DataDecl, source: str, na: tuple):
     if decl.name not in table:
         guess = nearest(decl.name, [str(k) for k in table])
@@ -192,7 +202,7 @@ def _from_dict(table: dict, decl: ast.DataDecl, source: str, na: tuple):
     raw = value if value.ndim == 2 else value[:, None]
     columns = [decl.name] * raw.shape[1]
     if raw.dtype.kind in "fiub":
-        return raw, columns
+        return numeric_missing(raw, na), columns
     return [Coded.of_cells(raw[:, i].astype(object), na) for i in range(raw.shape[1])], columns
 
 

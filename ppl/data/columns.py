@@ -17,7 +17,20 @@ def na_tokens(extra=None) -> tuple[str, ...]:
     """The missing-value tokens: pandas' defaults plus `extra` (a token or a list of them)."""
     if extra is None:
         return NA_TOKENS
-    return NA_TOKENS + ((extra,) if isinstance(extra, str) else tuple(str(t) for t in extra))
+    return NA_TOKENS + ((str(extra),) if isinstance(extra, (str, int, float)) else tuple(str(t) for t in extra))
+
+
+def numeric_missing(values: np.ndarray, na: tuple) -> np.ndarray:
+    """A numeric column of a DataFrame or dict (no cell texts) with NaN where a missing-value
+    token reads as the cell's number (`na=["-999"]` marks -999.0); pandas' tokens are all text."""
+    numbers = []
+    for token in na:
+        try:
+            numbers.append(float(token))
+        except ValueError:
+            continue
+    numbers = [v for v in numbers if np.isfinite(v)]
+    return np.where(np.isin(values, numbers), np.nan, values) if numbers else values
 
 
 @dataclass(frozen=True)
@@ -84,8 +97,11 @@ def dictionary_column(chunked, na: tuple) -> Coded:
     chunked = chunked.unify_dictionaries() if chunked.num_chunks else chunked
     if chunked.num_chunks == 0:
         return Coded(np.zeros(0, np.int32), np.zeros(0, object))
+    import pyarrow as pa
+
     labels = chunked.chunk(0).dictionary.to_pylist()
-    codes = np.concatenate([arrow_values(c.indices, np.int32, -1) for c in chunked.chunks])
+    # indices at their own width (pandas writes a `category` as int8), as int32
+    codes = np.concatenate([arrow_values(c.indices.cast(pa.int32()), np.int32, -1) for c in chunked.chunks])
     return Coded.of(codes.astype(np.int32, copy=False), labels, na)
 
 

@@ -7,12 +7,13 @@ pyarrow; a pandas DataFrame as it is."""
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 
-from ppl.data.columns import Coded, arrow_values, dictionary_column
+from ppl.data.columns import Coded, arrow_values, dictionary_column, numeric_missing
 from ppl.data.table import Table, header_names, locate_malformed, read_csv_text
 from ppl.diagnostics import DataError
 
@@ -26,6 +27,11 @@ def open_data(data, name: str | None, na: tuple):
     pandas makes them), `.duplicates` (names given twice) and `.read(kinds) -> {column: array}`."""
     if type(data).__module__.startswith("pandas") and hasattr(data, "columns"):
         return FrameReader(data, name or "DataFrame", na)
+    if not isinstance(data, (str, os.PathLike)):
+        kind = type(data).__name__
+        raise DataError("E811", f"cannot read data of type {kind}: give a CSV or Parquet path, a pandas "
+                        "DataFrame or a dict of arrays by column name", source=name or kind,
+                        hint="a pandas Series is a table by `series.to_frame()`; an array by `{'y': array}`")
     path = Path(data)
     name = name or str(data)
     if not path.is_file():
@@ -203,9 +209,16 @@ def _columns_of(table, kinds: dict, na: tuple) -> dict:
     """The columns of a pyarrow table as arrays, each Arrow column released once converted."""
     found = {}
     for column in kinds:
-        found[column] = arrow_column(table.column(column), na)
+        found[column] = parquet_column(table.column(column), na)
         table = table.drop_columns([column])
     return found
+
+
+def parquet_column(chunked, na: tuple):
+    """A Parquet column as `arrow_column` reads it; a numeric one has no cell texts, so a token
+    that reads as a number marks its cells (as in a DataFrame)."""
+    values = arrow_column(chunked, na)
+    return numeric_missing(values, na) if isinstance(values, np.ndarray) else values
 
 
 class FrameReader:
@@ -223,7 +236,7 @@ class FrameReader:
             series = self.frame.iloc[:, self.columns.index(column)]
             values = series.to_numpy()
             if values.dtype.kind in "fiub" and kinds[column] != "cat":
-                found[column] = values.astype(float)
+                found[column] = numeric_missing(values.astype(float), self.na)
             elif values.dtype.kind in "fiub":
                 found[column] = Coded.of_cells(values, self.na)
             else:

@@ -88,6 +88,9 @@ class Convergence:
         if self.rule == "precise estimates":
             return (f"ELBO change {self.elbo_change:.2g} (standard error {self.se:.2g}), est. {self.elbo_gap:.2g} "
                     f"nats from the fixed point")
+        if self.rule == "globals settled" and np.isnan(self.elbo_change):
+            return (f"fewer than {SMOOTHING + 1} sweeps, the window the ELBO change and the globals' moves are "
+                    "measured over")
         if self.rule == "globals settled":
             moved = f"; {self.mass_moved:.2g} of `{self.mass_variable}`'s mass moved" if self.mass_variable else ""
             other = (f"; largest change of another global mean {self.mean_change:.2g} sd (`{self.mean_variable}`)"
@@ -97,6 +100,8 @@ class Convergence:
         if self.rule == "smoothed trace":
             return (f"change of the {SMOOTHING}-sweep mean ELBO {self.elbo_change:.2g}; standard error of "
                     f"that mean {self.se:.2g}")
+        if np.isnan(self.elbo_change) and np.isnan(self.mean_change):  # `done` saw a single sweep
+            return "one sweep, no ELBO change or mean change to measure"
         moved = f" (`{self.mean_variable}`)" if self.mean_variable else ""
         gap = (f"est. {self.elbo_gap:.2g} nats from the fixed point" if np.isfinite(self.elbo_gap)
                else "the objective fell in the last sweep")

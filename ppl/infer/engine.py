@@ -41,6 +41,13 @@ ACCELERATORS = (None, True, False, "squarem", "anderson")  # `Options.accelerate
 ESTIMATE_NOISE = 0.2
 
 
+def check_seed(seed) -> None:
+    """A seed is None or an integer ≥ 0 (E325, as `--seed`): numpy's own errors name no option."""
+    from ppl.diagnostics import OptionError
+    if seed is not None and not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+        raise OptionError("E325", f"seed must be a non-negative integer or None, got {seed!r}")
+
+
 @dataclass(frozen=True)
 class Options:
     """Settings of one inference run (immutable; validated in `validate`)."""
@@ -60,6 +67,11 @@ class Options:
         from ppl.diagnostics import OptionError
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
             raise OptionError("E310", f"max_iter (--max-iter) must be a positive integer, got {self.max_iter!r}")
+        check_seed(self.seed)
+        if self.time_limit is not None and not (isinstance(self.time_limit, (int, float, np.number))
+                                                and self.time_limit > 0):
+            raise OptionError("E327", f"time_limit (--time-limit) must be a positive number of seconds, "
+                                      f"got {self.time_limit!r}")
         if not (self.tol > 0):
             raise OptionError("E311", f"tol (--tol) must be positive, got {self.tol!r}")
         if not (self.mean_tol > 0):
@@ -169,10 +181,16 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                 break
         elbo = new
         out_of_time = options.time_limit is not None and time.perf_counter() - start > options.time_limit
+        if not state.natural:  # nothing in q (every variable observed): the first ELBO is exact
+            monitor.report = Convergence("fixed point", elbo_change=0.0, elbo_gap=0.0, mean_change=0.0)
+            converged = True
+            break
         if monitor.done(trace, state, informative, trace_se, last=out_of_time or iteration == options.max_iter):
             converged = True
             break
         if out_of_time:
+            notes.append(f"the time limit ({options.time_limit:g} s) stopped the run after sweep {iteration}, "
+                         "before --max-iter")
             break
     _settle(problem, state)
     exact = trace[-1] if not any(trace_se) else problem.elbo(state)
@@ -181,7 +199,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                      f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
-               convergence=monitor.finish(state), interrupted=interrupted)
+               convergence=monitor.finish(state if interrupted else None), interrupted=interrupted)
 
 
 def _settle(problem: Problem, state) -> None:

@@ -66,9 +66,11 @@ class Posterior:
 
     def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
         """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape;
-        `vars` (glob patterns) keeps some variables (all by default)."""
+        `vars` (glob patterns) keeps some variables (all by default). A partially observed data
+        variable is drawn at its empty cells and NaN at the observed ones (data, not in q)."""
         names = list(self.marginals) if vars is None else selection.chosen(self, vars)
-        rng = np.random.default_rng(seed)
+        check_draws(n)
+        rng = draws_rng(seed)
         draws = {}
         for group in self.joint:
             if group.mean in names or group.precision in names:
@@ -76,14 +78,20 @@ class Posterior:
         for name in names:
             if name not in draws:
                 draws[name] = self.marginals[name].draws(n, rng)
+            mask = getattr(self.marginals[name], "observed_mask", None)
+            if mask is not None:
+                where = mask.reshape((1,) + mask.shape + (1,) * (draws[name].ndim - 1 - mask.ndim))
+                draws[name] = np.where(where, np.nan, draws[name])
         return {name: draws[name] for name in names}
 
     def draw_columns(self, n: int, seed=None) -> dict:
-        """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values."""
+        """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values
+        (a latent category's as 1-based codes)."""
         columns = {}
         for name, values in self.draws(n, seed).items():
             index = np.argwhere(np.ones(values.shape[1:], dtype=bool))
-            columns.update(zip(_labels(name, index), values.reshape(n, -1).T.tolist()))
+            values = coded(self.marginals[name], values)
+            columns.update(zip(_labels(name, index), values.reshape(n, len(index)).T.tolist()))
         return columns
 
     def summary(self, vars=None, rows_per_variable: int | None = None):  # noqa: A002
@@ -183,8 +191,7 @@ class Posterior:
         return plot(self, kind, vars, path, **options)
 
     def __repr__(self) -> str:
-        status = "converged" if self.converged else "not converged"
-        return (f"Posterior(elbo={self.elbo:.6f}, {self.iterations} sweeps, {status}, "
+        return (f"Posterior(elbo={self.elbo:.6f}, {self.iterations} sweeps, {self.status}, "
                 f"variables={list(self.marginals)})")
 
     def _repr_html_(self) -> str:
@@ -215,6 +222,33 @@ class Posterior:
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}
+
+
+CATEGORIES = ("Categorical", "CategoricalChain")  # families whose draws are 0-based category codes
+
+
+def coded(marginal, values: np.ndarray) -> np.ndarray:
+    """Draws of a latent category as 1-based codes, as the model counts them (int32: LDA's
+    12160 tokens × 1000 draws stay 49 MB; float when NaN marks observed cells); other draws as
+    they are."""
+    if marginal.name not in CATEGORIES:
+        return values
+    return values + 1 if values.dtype.kind == "f" else (values + 1).astype(np.int32)
+
+
+def draws_rng(seed) -> np.random.Generator:
+    """The generator of a draw: `seed` an integer ≥ 0 or None (E325, as --seed), or a Generator."""
+    if not isinstance(seed, np.random.Generator):
+        from ppl.infer.engine import check_seed
+        check_seed(seed)
+    return np.random.default_rng(seed)
+
+
+def check_draws(n) -> None:
+    """A number of draws is an integer ≥ 0 (E326, as `--draws`)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        from ppl.diagnostics import OptionError
+        raise OptionError("E326", f"draws must be a non-negative integer, got {n!r}")
 
 
 def _reported(marginal) -> np.ndarray:

@@ -105,7 +105,9 @@ def rebuild(doc: dict, path, at: str = "", origin: dict | None = None):
         variables = q["variables"].items()
     for name, v in variables:
         with entry(path, f"{at}q.variables.{name}"):
-            own[name] = FamilyMarginal(_unfamily(v["family"]), _unnatural(v["natural"], summary[name]),
+            family, natural = _unfamily(v["family"]), _unnatural(v["natural"], summary[name])
+            family.check_valid(natural)  # an edited entry: a q outside its family is E800 here, not nonsense later
+            own[name] = FamilyMarginal(family, natural,
                                        None if v["observed"] is None else _unarray(v["observed"]).astype(bool))
     with entry(path, f"{at}q.joint"):
         joint = [JointDraws(g["mean"], g["precision"], _unfamily(g["family"]), _unarray(g["natural"]),

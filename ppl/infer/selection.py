@@ -23,23 +23,36 @@ def patterns(vars) -> list[str] | None:  # noqa: A002
     """`"mu,sigma*"` or `["mu", "sigma*"]` → a list of glob patterns; None stays None."""
     if vars is None:
         return None
-    items = vars.split(",") if isinstance(vars, str) else list(vars)
+    items = vars.split(",") if isinstance(vars, str) else list(vars) if isinstance(vars, (list, tuple, set)) else None
+    if items is None or not all(isinstance(p, str) for p in items):
+        raise OptionError("E340", f"vars={vars!r}: give variable names or glob patterns, as one comma-separated text "
+                          "or a list of texts")
     return [p.strip() for p in items if p.strip()]
 
 
 def chosen(posterior, vars=None) -> list[str]:  # noqa: A002
     """Names of the variables to list, in the posterior's order."""
     names = list(posterior.marginals)
-    wanted = patterns(vars)
-    if wanted is None:
+    if vars is None:
         return [n for n in names if not _hidden(posterior, n)]
+    wanted = matched(vars, names)
+    return [n for n in names if any(fnmatchcase(n, p) for p in wanted)]
+
+
+def matched(vars, names: list) -> list[str]:  # noqa: A002
+    """The patterns of `vars`, each matching one of `names`; else E340 at the first that does not
+    (`ppl infer` asks before the fit with the model's names, so a typo costs no run)."""
+    wanted = patterns(vars)
+    if not wanted:
+        raise OptionError("E340", f"--vars {vars!r}: no pattern given",
+                          expected=f"one of {', '.join(names)} (glob patterns such as mu* allowed)")
     for pattern in wanted:
         if not any(fnmatchcase(n, pattern) for n in names):
             close = nearest(pattern, names)
             raise OptionError("E340", f"--vars {pattern}: no variable matches",
                               expected=f"one of {', '.join(names)} (glob patterns such as mu* allowed)",
                               hint=f"did you mean {close}?" if close else None)
-    return [n for n in names if any(fnmatchcase(n, p) for p in wanted)]
+    return wanted
 
 
 def component_counts(posterior, selector: str) -> np.ndarray:

@@ -3,6 +3,10 @@ data variables typed, and every size name given an origin."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ppl.diagnostics import ModelError, OptionError, nearest
 from ppl.lang import ast
 from ppl.lang.exprtypes import Scope, infer
@@ -42,8 +46,10 @@ def _const(item: ast.ConstDecl, scope: Scope, overrides: dict) -> None:
     declared = item.type.elem if item.type else None
     if item.name in overrides:
         value = overrides[item.name]
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise OptionError("E812", f"--set {item.name}={value!r}: a constant is set to a number")
         if declared == "int" or (declared is None and value_type.elem == "int"):
-            if float(value) != int(value):
+            if not math.isfinite(value) or float(value) != int(value):
                 raise OptionError("E301", f"--set {item.name}={value}: `{item.name}` is an integer")
             value = int(value)
         if value_type.shape:

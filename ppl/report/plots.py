@@ -34,8 +34,17 @@ def plot(posterior, kind: str = "all", vars=None, path=None, seed: int = 0):  # 
     if not kinds:
         raise OptionError("E345", f"plot kind {kind!r}: the model has no mixture components" if kind == "components"
                           else f"plot kind {kind!r} is not one of all, {', '.join(KINDS)}")
+    if path is not None:  # before the drawing: matplotlib would refuse a suffix or a folder after it
+        from pathlib import Path
+        from ppl.cli_checks import IMAGE_SUFFIXES, check_output
+        check_output("path", Path(path), [], IMAGE_SUFFIXES)
     Figure = optional("matplotlib.figure", "plot").Figure  # after the checks of the input: E345 needs no matplotlib
     names = selection.chosen(posterior, vars)
+    if not names and kind == "marginals":
+        hidden = ", ".join(posterior.marginals)
+        raise OptionError("E345", f"plot kind 'marginals': no variable is listed by default ({hidden} are local); "
+                          "name them with --vars")
+    kinds = [k for k in kinds if k != "marginals" or names]  # "all" of a model of locals only: no marginals
     heights = {"elbo": 3.0, "marginals": 2.2 * len(names), "components": 2.6 * _component_rows(posterior)}
     width = 10 if kinds != ["marginals"] else 2 + 1.6 * min(ELEMENTS, max(posterior.size(n) for n in names))
     fig = Figure(figsize=(width, sum(heights[k] for k in kinds)), layout="constrained")
@@ -73,7 +82,7 @@ def _marginals(fig, posterior, names, seed) -> None:
         if prior is not None:
             prior_draws = FamilyMarginal(posterior.marginals[name].family, prior).draws(DRAWS, rng)
         listed = np.argwhere(posterior.reported(name) if posterior.marginals[name].name != "Categorical"
-                             else np.ones(np.shape(draws)[1:], dtype=bool))[:columns]
+                             else ~np.isnan(draws).all(axis=0))[:columns]  # NaN: observed cells of data
         for ax, index in zip(row, listed):
             values = draws[(slice(None),) + tuple(index)]
             _histogram(ax, values, prior_draws[(slice(None),) + tuple(index)] if prior_draws is not None else None)

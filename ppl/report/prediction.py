@@ -31,8 +31,11 @@ def prediction_report(prediction, title: str) -> str:
 
 def score_report(score, title: str) -> str:
     """The total log predictive density, per cell, and per response."""
+    if not score.count:
+        return (f"{title}\n\nnothing to score: the new data leave every response cell empty "
+                f"({', '.join(score.cells)}); give the observed values to score them\n")
     lines = [title, f"log predictive density {score.total:.6f} over {score.count} cells in {len(score.rows)} rows "
-                    f"({score.total / max(score.count, 1):.6g} per cell)"]
+                    f"({score.total / score.count:.6g} per cell)"]
     if len(score.cells) > 1:
         lines += [f"  {name}: {np.nansum(v):.6f} over {int(np.sum(~np.isnan(v)))} cells"
                   for name, v in score.cells.items()]

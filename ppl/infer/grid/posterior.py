@@ -17,7 +17,7 @@ import numpy as np
 from ppl.diagnostics import ModelError
 from ppl.infer import selection
 from ppl.infer.grid.mixture import CellMarginal, mixture, mixture_elbo
-from ppl.infer.posterior import Posterior, origin
+from ppl.infer.posterior import Posterior, check_draws, draws_rng, origin
 
 
 class Node(NamedTuple):
@@ -41,8 +41,9 @@ class GridPosterior(Posterior):
 
     def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
         names = list(self.marginals) if vars is None else selection.chosen(self, vars)
+        check_draws(n)
         h = self.grid["variable"]
-        rng = np.random.default_rng(seed)
+        rng = draws_rng(seed)
         cell = self.marginals[h]
         node = rng.choice(len(self.nodes), size=n, p=cell.weights)
         out = {h: cell.at(node, rng)} if h in names else {}

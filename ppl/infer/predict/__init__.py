@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.diagnostics import ModelError
+from ppl.infer.engine import check_seed
 
 from ppl.infer.predict.fold import fold_in
 from ppl.infer.predict.predictive import mixed, response_mixture
@@ -19,6 +20,7 @@ INTERVAL = (0.025, 0.975)
 
 def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
     """The locals of the new groups, fitted, and the predictive of every empty response cell."""
+    check_seed(seed)
     model = model_of(posterior, model)
     folds = _folds(posterior, model, data, na=na, seed=seed)
     fold = folds[0][1]
@@ -37,11 +39,13 @@ def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
 
 def score(posterior, data, model=None, na=None, seed=0) -> Score:
     """log p(y_n | training data) of every observed response cell, each from its own predictive:
-    every response cell is held out, so no cell informs the locals another is scored with."""
+    every response cell is held out, so no cell informs the locals another is scored with. A
+    weighted row scores as the observations it stands for: count × log p."""
+    check_seed(seed)
     model = model_of(posterior, model)
     folds = _folds(posterior, model, data, hold_all=True, na=na, seed=seed)
     fold = folds[0][1]
-    cells = {}
+    cells, counts = {}, {}
     for name, observed in fold.new.observed.items():
         factor = next(f for f in fold.problem.factors if f.factor.target.name == name)
         if type(factor).__name__ == "JointGaussian":
@@ -49,9 +53,22 @@ def score(posterior, data, model=None, na=None, seed=0) -> Score:
                              "does not score its rows", span=factor.factor.span)
         mixture = mixed([(w, response_mixture(f.problem, f.state, name)) for w, f in folds])
         values = np.asarray(fold.new.dataset.arrays[name], dtype=float).reshape(-1)
-        density = mixture.logpdf(values)
-        cells[name] = np.where(observed.reshape(-1), density, np.nan).reshape(observed.shape)
-    return Score(cells, fold.new.dataset.source)
+        density = mixture.logpdf(values).reshape(observed.shape)
+        weight = _cell_weights(model.checked, fold.new.dataset, name, observed.shape)
+        counts[name] = np.where(observed, weight, np.nan)
+        cells[name] = np.where(observed, np.where(weight > 0, weight * density, 0.0), np.nan)
+    return Score(cells, fold.new.dataset.source, counts)
+
+
+def _cell_weights(model, dataset, name: str, shape: tuple) -> np.ndarray:
+    """How many observations each cell of a response stands for: the product of the row weights
+    (`data count: weight[N]`) of its plates, 1 without them (ppl.infer.weights)."""
+    weight = np.ones(shape)
+    for axis, dim in enumerate(model.variables[name].plates):
+        if dim in model.weights:
+            values = np.asarray(dataset.arrays[model.weights[dim]], dtype=float)
+            weight = weight * values.reshape([-1 if a == axis else 1 for a in range(len(shape))])
+    return weight
 
 
 def _folds(posterior, model, data, **options) -> list:

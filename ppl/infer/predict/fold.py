@@ -42,6 +42,7 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
     `hold_all`: hold out every response cell (scoring), not only the empty ones."""
     from ppl.data.held_out import bind_new
     from ppl.graph import analyze
+    from ppl.infer.access import Unsupported
     from ppl.infer.build import build_problem
     from ppl.infer.initialise import initialise
     from ppl.infer.schedule.plan import plan_for
@@ -50,7 +51,13 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
     checked = model.checked
     latent = [n for n, v in checked.variables.items() if v.kind == "latent"]
     base = analyze(checked)
-    plan = plan_for(checked, base.scopes, latent, None, base.chains)
+    try:
+        plan = plan_for(checked, base.scopes, latent, None, base.chains)
+    except Unsupported as error:  # said in a schedule's terms: say it in predict's
+        raise ModelError("E813", "predict and score fit the new rows' local variables group by group, which this "
+                         f"model does not allow: {error.message}", hint="this version predicts and scores models "
+                         "whose locals fall into groups of rows (rows, documents, hierarchy groups, sequences "
+                         "of a chain with @sequences)") from None
     new = bind_new(model, data, posterior.levels, plan.group_column, na)
     methods = {t.factor: t.rule for t in posterior.tags if t.rule != "vmp"}
     problem = build_problem(checked, new.dataset, model.analyze(new.dataset, methods),
@@ -103,6 +110,14 @@ def _set_globals(problem, state, posterior, names) -> None:
         family, natural = problem.families[name], _natural(source, problem.families[name])
         ours = tuple(problem.shapes[name]) + tuple(getattr(family, "event_shape", ()))
         theirs = natural.shape[:-1] + tuple(getattr(source.family, "event_shape", ()))
+        var = problem.model.variables.get(name)  # None for a `@joint` key, "(mu, Lambda)"
+        rows = [i for i, d in enumerate(var.shape if var is not None else ())
+                if getattr(problem.model.sizes.get(d), "origin", None) == "rows"]
+        if rows:  # the training rows' values, whatever the new rows are
+            axis = rows[0]
+            raise DataError("E351", f"`{name}` is one global variable over the rows ({var.shape[axis]}: {theirs[axis]} "
+                            f"in training, {ours[axis]} in the new data): this version does not predict new rows of "
+                            "it (a Gaussian process at new inputs)", source=problem.dataset.source)
         if ours != theirs:
             raise DataError("E351", f"`{name}` has shape {list(ours)} with the new data but {list(theirs)} in the "
                             "posterior: a size read off the data differs (columns of a matrix, levels of a "

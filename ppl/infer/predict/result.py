@@ -3,7 +3,7 @@ log predictive densities by cell, by row and in total."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,12 +35,15 @@ class Prediction:
     source: str
 
     def __getitem__(self, name: str):
-        """A response's predictive as a DataFrame (one row per cell, NaN where given), or a local's q."""
+        """A response's predictive as a DataFrame (one row per cell, NaN where given; a vector
+        response's cells indexed by (row, coordinate), 0-based as in `cells`), or a local's q."""
         if name in self.locals:
             return self.locals[name]
         import pandas as pd
-        return pd.DataFrame({k: v.reshape(v.shape[0], -1)[:, 0] if v.ndim > 1 else v
-                             for k, v in self.cells[name].items()})
+        cell = self.cells[name]
+        shape = cell["mean"].shape
+        index = pd.MultiIndex.from_product([range(n) for n in shape]) if len(shape) > 1 else None
+        return pd.DataFrame({k: v.reshape(-1) for k, v in cell.items()}, index=index)
 
     def table(self):
         """One row per predicted cell and per element of a local (a DataFrame): `variable` labels
@@ -81,10 +84,13 @@ class Prediction:
 
 @dataclass
 class Score:
-    """log p(y | training data) per response cell (NaN where the new data leave it empty)."""
+    """log p(y | training data) per response cell (NaN where the new data leave it empty); a
+    cell of a weighted row (`data count: weight[N]`) holds count × log p, and `counts` how many
+    observations each observed cell stands for."""
 
     cells: dict
     source: str
+    counts: dict = field(default_factory=dict)
 
     @property
     def rows(self) -> np.ndarray:
@@ -99,9 +105,11 @@ class Score:
         return float(sum(np.nansum(v) for v in self.cells.values()))
 
     @property
-    def count(self) -> int:
-        """Observed cells scored."""
-        return int(sum(np.sum(~np.isnan(v)) for v in self.cells.values()))
+    def count(self) -> int | float:
+        """Observations scored: the observed cells, each counted by its row weight."""
+        total = float(sum(np.nansum(self.counts[n]) if n in self.counts else np.sum(~np.isnan(v))
+                          for n, v in self.cells.items()))
+        return int(total) if total.is_integer() else total
 
     def frame(self):
         """One row per data row: `row` (1-based) and `lpd`."""

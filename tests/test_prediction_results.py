@@ -1,0 +1,106 @@
+"""What `predict` and `score` hand back (`ppl.infer.predict.result`, `ppl.report.prediction`):
+the response frames hold every cell of the arrays they come from, and the reports say so when
+there is nothing to score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ppl
+from ppl.cli import main
+
+
+@pytest.fixture(scope="module")
+def mixture():
+    frame = pd.read_csv("models/gmm.csv")
+    return ppl.load("models/gmm.vim").infer(frame.iloc[:200], seed=0, max_iter=50), frame.iloc[200:204].copy()
+
+
+def test_a_vector_response_frame_has_a_row_per_cell(mixture):
+    """`pred["x"]` of a two-coordinate response: one row per (row, coordinate), equal to the
+    arrays of `pred.cells` (it kept the first coordinate only)."""
+    post, new = mixture
+    new.iloc[:2] = np.nan
+    pred = post.predict(new)
+    frame = pred["x"]
+    assert frame.shape == (8, 4)
+    for column in ("mean", "sd", "q2.5", "q97.5"):
+        np.testing.assert_array_equal(frame[column].to_numpy(), pred.cells["x"][column].reshape(-1))
+    assert frame.loc[(1, 1), "mean"] == pred.cells["x"]["mean"][1, 1]
+    assert frame["mean"].notna().sum() == 4  # the two empty rows' coordinates; the given rows NaN
+
+
+def test_scoring_data_without_responses_says_there_is_nothing_to_score(tmp_path, capsys):
+    """New rows with no response value: no log density of 0 over 0 cells, but what is missing."""
+    model, post = "models/linear_regression.vim", str(tmp_path / "post.json")
+    assert main(["infer", model, "models/linear_regression.csv", "--seed", "0", "--quiet", "--output", post]) == 0
+    pd.DataFrame({"x1": [0.1], "x2": [0.2], "x3": [0.3], "y": [np.nan]}).to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    assert main(["score", model, post, str(tmp_path / "new.csv")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == ("nothing to score: the new data leave every response cell empty (y); give the observed values "
+                      "to score them")
+    assert not any("log predictive density" in line for line in out)
+
+
+def test_a_weighted_row_is_scored_as_the_observations_it_stands_for():
+    """`data count: weight[N]`: a row stands for count identical observations, and the fit is
+    the expanded data's; the score ignored the weight, scoring a row of 47 survivals as one. It
+    is now the expanded data's score, count × log p per row, and counts the observations."""
+    post = ppl.load("models/surgical.vim").infer("models/surgical.csv", seed=0)
+    grouped = pd.DataFrame({"hospital": ["HA", "HA", "HB", "HZ"], "died": [1, 0, 1, 0], "count": [3, 47, 0, 2.5]})
+    score = post.score(grouped)
+    single = post.score(grouped.assign(count=1.0))
+    np.testing.assert_allclose(score.cells["died"], single.cells["died"] * [3, 47, 0, 2.5], rtol=1e-12)
+    assert score.count == 52.5 and single.count == 4
+    expanded = grouped.loc[grouped.index.repeat([3, 47, 0, 1])].assign(count=1.0)
+    assert post.score(expanded).total == pytest.approx(score.total - 1.5 * single.cells["died"][3], rel=1e-12)
+
+
+@pytest.mark.parametrize("name, reason", [("hmm", "`z` is one chain over all the rows"),
+                                          ("poisson_mf", "the local variables sit on two group plates (I, U)")])
+def test_predicting_a_model_without_groups_of_rows_says_why_in_its_terms(name, reason):
+    """A single chain (an HMM) or locals on two plates cannot be folded in group by group: the
+    error spoke of a schedule's minibatches, which the user of predict never asked for."""
+    frame = pd.read_csv(f"models/{name}.csv")
+    post = ppl.load(f"models/{name}.vim").infer(frame, seed=0, max_iter=5)
+    for call in (post.predict, post.score):
+        with pytest.raises(ppl.ModelError) as info:
+            call(frame.iloc[:5])
+        assert info.value.code == "E813"
+        assert info.value.message.startswith("predict and score fit the new rows' local variables group by group, "
+                                             f"which this model does not allow: {reason}")
+
+
+def test_a_global_over_the_rows_is_named_as_such_when_new_rows_are_predicted():
+    """A Gaussian process's f is one global vector over the training rows: new rows gave 'a size
+    read off the data differs (columns of a matrix, levels of a category)', which named neither,
+    and as many new rows as training rows were predicted silently with the training rows' f."""
+    frame = pd.read_csv("models/gp_classification.csv")
+    post = ppl.load("models/gp_classification.vim").infer(frame, seed=0, max_iter=5)
+    with pytest.raises(ppl.DataError) as info:
+        post.predict(frame.iloc[:5].assign(y=np.nan))
+    assert info.value.code == "E351"
+    assert info.value.message == ("`f` is one global variable over the rows (N: 40 in training, 5 in the new "
+                                  "data): this version does not predict new rows of it (a Gaussian process at "
+                                  "new inputs)")
+    shifted = frame.assign(x=frame["x"] + 1.0, y=np.nan)  # 40 other inputs: f[n] of training input n was used
+    with pytest.raises(ppl.DataError) as info:
+        post.score(shifted.assign(y=frame["y"]))
+    assert info.value.code == "E351" and "(N: 40 in training, 40 in the new data)" in info.value.message
+
+
+def test_bad_seed_or_model_arguments_of_predict_are_located_errors():
+    """`predict(new, seed=-1)` was numpy's ValueError and `model=123` pathlib's TypeError."""
+    post = ppl.load("models/eight_schools.vim").infer("models/eight_schools.csv", seed=0)
+    new = pd.DataFrame({"y": [np.nan], "sigma": [10.0]})
+    for call in (post.predict, post.score):
+        with pytest.raises(ppl.OptionError) as info:
+            call(new, seed=-1)
+        assert info.value.code == "E325" and info.value.message == "seed must be a non-negative integer or None, got -1"
+        with pytest.raises(ppl.ModelError) as info:
+            call(new, model=123)
+        assert info.value.code == "E001" and info.value.message == "cannot read a model from an int: give the path " \
+                                                                  "of a .vim file or a ppl.Model"
