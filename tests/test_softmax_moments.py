@@ -67,12 +67,16 @@ def test_probabilities_sum_to_one_and_the_curvature_lies_in_zero_to_p(k):
     assert (q >= 0).all() and (q <= p + 1e-15).all()
 
 
-def test_the_curvature_keeps_its_precision_when_one_class_dominates():
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_the_curvature_keeps_its_precision_when_one_class_dominates(k):
     """p(1 − p) is summed from the other classes' terms, not as p − p²: near p = 1 it keeps its
-    relative precision (e^−30 ≈ 9.4e-14 for one narrow margin 30 below the other)."""
-    m, v = np.array([[30.0, 0.0]]), np.array([[1e-6, 1e-6]])
+    relative precision (the others' share (K − 1)e^−30 ≈ 9.4e-14 per class 30 below the first)."""
+    m, v = np.zeros((1, k)), np.full((1, k), 1e-6)
+    m[0, 0] = 30.0
     _, p, q = averages(m, v)
-    np.testing.assert_allclose(q[0], np.exp(-30.0) / (1 + np.exp(-30.0)) ** 2, rtol=1e-4)
+    rest = (k - 1) * np.exp(-30.0)
+    np.testing.assert_allclose(q[0, 0], rest / (1 + rest) ** 2, rtol=1e-4)
+    np.testing.assert_allclose(q[0, 1:], np.exp(-30.0) * (1 + rest - np.exp(-30.0)) / (1 + rest) ** 2, rtol=1e-4)
 
 
 def test_one_class_is_exact_and_the_term_alone_is_the_same_term():

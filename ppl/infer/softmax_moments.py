@@ -121,11 +121,12 @@ def _product(ref, others, chol, mu, m_ref, x, w, at, lse, p1, p2):
     buffers = np.empty((4 if p1 is None else 7, min(rows, len(at)) * size))
     for lo in range(0, len(at), rows):
         block = slice(lo, lo + rows)
-        _block(ref[block], others[block], chol[block], mu[block], m_ref[block], x, weight, at[block],
+        _block(ref[block], others[block], chol[block], mu[block], m_ref[block], x, w, weight, at[block],
                lse, p1, p2, buffers)
 
 
-def _block(ref, others, chol, mu, m_ref, x, weight, at, lse, p1, p2, buffers):
+def _block(ref, others, chol, mu, m_ref, x, w, weight, at, lse, p1, p2, buffers):
+    """Rows `at` of the product rule: x, w the nodes and weights of one axis, `weight` the grid's."""
     r, dims, n = len(at), chol.shape[-1], len(x)
     grid = (r,) + (n,) * dims
     full = [b[:r * n ** dims].reshape(grid) for b in buffers]
@@ -144,6 +145,8 @@ def _block(ref, others, chol, mu, m_ref, x, weight, at, lse, p1, p2, buffers):
     lse[at] = m_ref + np.log(total, out=scratch).reshape(r, -1) @ weight
     if p1 is None:
         return
+    if dims == 2:
+        return _three_classes(ref, others, chol, mu, x, w, at, p1, p2, total, full[4], full[5])
     ref_p, own, share = full[4], full[5], full[6]  # every factor a probability: no product overflows
     np.divide(1.0, total, out=ref_p)  # the reference's p at every node
     p1[at, ref] = ref_p.reshape(r, -1) @ weight
@@ -155,6 +158,31 @@ def _block(ref, others, chol, mu, m_ref, x, weight, at, lse, p1, p2, buffers):
         _sum_into(share, 1.0, terms[:j] + terms[j + 1:])
         np.multiply(share, ref_p, out=share)  # 1 − p_j, from the other classes
         p2[at, others[:, j]] = np.multiply(own, share, out=own).reshape(r, -1) @ weight
+
+
+def _three_classes(ref, others, chol, mu, x, w, at, p1, p2, total, inv, inv2):
+    """E[p] and E[p(1 − p)] of K = 3 from four matrix–vector products per row. With the total
+    1 + a_i + b_i c_j at node (i, j) (a_i = e^{d_1}, b_i c_j = e^{d_2}) and w_i w_j its weight,
+    every average is Σ_i w_i (a row factor) Σ_j (w_j or w_j c_j) / total (or / total²):
+    E[p_r] = Σ w A, E[p_1] = Σ w a A, E[p_2] = Σ w b B with A = (1/total) w, B = (1/total)(w c), and
+    with A2, B2 the same of 1/total², E[p_r(1 − p_r)] = Σ w (a A2 + b B2), E[p_1(1 − p_1)] =
+    Σ w a (A2 + b B2), E[p_2(1 − p_2)] = Σ w (b B2)(1 + a): sums of positive terms (no 1 − p), each
+    product ordered so that no factor past e^600 meets another."""
+    a = np.exp(mu[:, :1] + chol[:, 0, :1] * x)
+    b = np.exp(mu[:, 1:] + chol[:, 1, :1] * x)
+    c = np.exp(chol[:, 1, 1:] * x)
+    np.divide(1.0, total, out=inv)
+    np.multiply(inv, inv, out=inv2)
+    wc = (w * c)[:, :, None]
+    big_a, big_b = inv @ w, (inv @ wc)[..., 0]
+    a2, b2 = inv2 @ w, (inv2 @ wc)[..., 0]
+    bb2 = b * b2
+    p1[at, ref] = big_a @ w
+    p1[at, others[:, 0]] = (a * big_a) @ w
+    p1[at, others[:, 1]] = (b * big_b) @ w
+    p2[at, ref] = (a * a2 + bb2) @ w
+    p2[at, others[:, 0]] = (a * (a2 + bb2)) @ w
+    p2[at, others[:, 1]] = (bb2 * (1.0 + a)) @ w
 
 
 def _sum_into(out, start: float, terms):
