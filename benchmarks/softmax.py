@@ -58,7 +58,7 @@ for n in 1..N {
 SYNTHETIC = {"synthetic K = 3": (20_000, 20, 3), "synthetic K = 6": (20_000, 20, 6)}
 EXACT = dict(tol=1e-300, mean_tol=1e-300, accelerate=False)  # plain sweeps, exactly max_iter of them
 M1, M2 = 2, 10
-CAP = 100  # sweeps of a whole fit at most: NC-VMP's halved step crawls on the synthetic problems (see the section)
+CAP = 100  # sweeps of a whole fit at most: on the synthetic problems NC-VMP creeps for hundreds of sweeps
 REACH = 0.1  # nats below ppl's ELBO that count as reaching it
 
 
