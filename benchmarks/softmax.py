@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 import ppl  # noqa: E402
 from benchmarks import softmax_floor as floor  # noqa: E402
-from benchmarks.logistic_peers import CHUNK  # noqa: E402
+from benchmarks.logistic_peers import CHUNK, compiled_svi  # noqa: E402
 from benchmarks.logistic_sweeps import cpu  # noqa: E402
 
 SECTION = "## Multinomial logistic regression (softmax)"
@@ -200,17 +200,7 @@ def numpyro_svi(problem, target, budget):
                              constraint=dist.constraints.lower_cholesky)
         numpyro.sample("w", dist.MultivariateNormal(loc, scale_tril=tril).to_event(1))
 
-    svi = SVI(model, guide, numpyro.optim.Adam(0.01), Trace_ELBO())
-    start = time.perf_counter()
-    state = svi.init(jax.random.PRNGKey(0), xj, yj)
-    chunk = jax.jit(lambda s: jax.lax.fori_loop(0, CHUNK, lambda i, s: svi.update(s, xj, yj)[0], s))
-    jax.block_until_ready(chunk(state))  # compile (the result is discarded)
-    compile_seconds = time.perf_counter() - start
-
-    def step(state):
-        state = chunk(state)
-        jax.block_until_ready(state)
-        return state
+    svi, state, step, compile_seconds = compiled_svi(SVI(model, guide, numpyro.optim.Adam(0.01), Trace_ELBO()), xj, yj)
 
     def moments(state):
         params = svi.get_params(state)
