@@ -35,6 +35,7 @@ from scipy.special import expit, logsumexp, softmax
 from ppl.infer import likelihoods
 from ppl.infer.softmax_moments import averages
 
+
 def onehot(y, k: int) -> np.ndarray:
     return (np.asarray(y)[..., None] == np.arange(k)).astype(float)
 

@@ -118,7 +118,7 @@ def _product(ref, others, chol, mu, m_ref, x, w, at, lse, p1, p2):
     for _ in range(dims - 1):
         weight = np.multiply.outer(weight, w)
     weight = weight.reshape(-1)
-    buffers = np.empty((4 if p1 is None else 7, min(rows, len(at)) * size))
+    buffers = np.empty((4 if p1 is None else 6 if dims == 2 else 7, min(rows, len(at)) * size))
     for lo in range(0, len(at), rows):
         block = slice(lo, lo + rows)
         _block(ref[block], others[block], chol[block], mu[block], m_ref[block], x, w, weight, at[block],
@@ -130,13 +130,15 @@ def _block(ref, others, chol, mu, m_ref, x, w, weight, at, lse, p1, p2, buffers)
     r, dims, n = len(at), chol.shape[-1], len(x)
     grid = (r,) + (n,) * dims
     full = [b[:r * n ** dims].reshape(grid) for b in buffers]
+    scales = np.exp(mu)  # e^{μ_j} ≤ 1, and the factors e^{L_jl ε_l} of each axis: (rows, n) each
+    factors = [[np.exp(chol[:, j, axis, None] * x) for axis in range(j + 1)] for j in range(dims)]
     terms = []  # e^{d_j} at every node, broadcast over the axes l ≤ j (the last one in full[0])
     for j in range(dims):
-        term = np.exp(mu[:, j]).reshape((r,) + (1,) * dims)
-        for axis in range(j + 1):
+        term = scales[:, j].reshape((r,) + (1,) * dims)
+        for axis, factor in enumerate(factors[j]):
             shape = [r] + [1] * dims
             shape[1 + axis] = n
-            factor = np.exp(chol[:, j, axis, None] * x).reshape(shape)
+            factor = factor.reshape(shape)
             term = np.multiply(term, factor, out=full[0]) if j == axis == dims - 1 else term * factor
         terms.append(term)
     rest, total, scratch = full[1], full[2], full[3]
@@ -146,7 +148,7 @@ def _block(ref, others, chol, mu, m_ref, x, w, weight, at, lse, p1, p2, buffers)
     if p1 is None:
         return
     if dims == 2:
-        return _three_classes(ref, others, chol, mu, x, w, at, p1, p2, total, full[4], full[5])
+        return _three_classes(ref, others, scales, factors, w, at, p1, p2, total, full[4], full[5])
     ref_p, own, share = full[4], full[5], full[6]  # every factor a probability: no product overflows
     np.divide(1.0, total, out=ref_p)  # the reference's p at every node
     p1[at, ref] = ref_p.reshape(r, -1) @ weight
@@ -160,7 +162,7 @@ def _block(ref, others, chol, mu, m_ref, x, w, weight, at, lse, p1, p2, buffers)
         p2[at, others[:, j]] = np.multiply(own, share, out=own).reshape(r, -1) @ weight
 
 
-def _three_classes(ref, others, chol, mu, x, w, at, p1, p2, total, inv, inv2):
+def _three_classes(ref, others, scales, factors, w, at, p1, p2, total, inv, inv2):
     """E[p] and E[p(1 − p)] of K = 3 from four matrix–vector products per row. With the total
     1 + a_i + b_i c_j at node (i, j) (a_i = e^{d_1}, b_i c_j = e^{d_2}) and w_i w_j its weight,
     every average is Σ_i w_i (a row factor) Σ_j (w_j or w_j c_j) / total (or / total²):
@@ -168,9 +170,9 @@ def _three_classes(ref, others, chol, mu, x, w, at, p1, p2, total, inv, inv2):
     with A2, B2 the same of 1/total², E[p_r(1 − p_r)] = Σ w (a A2 + b B2), E[p_1(1 − p_1)] =
     Σ w a (A2 + b B2), E[p_2(1 − p_2)] = Σ w (b B2)(1 + a): sums of positive terms (no 1 − p), each
     product ordered so that no factor past e^600 meets another."""
-    a = np.exp(mu[:, :1] + chol[:, 0, :1] * x)
-    b = np.exp(mu[:, 1:] + chol[:, 1, :1] * x)
-    c = np.exp(chol[:, 1, 1:] * x)
+    a = scales[:, :1] * factors[0][0]  # the row factors of the grid `_block` built
+    b = scales[:, 1:] * factors[1][0]
+    c = factors[1][1]
     np.divide(1.0, total, out=inv)
     np.multiply(inv, inv, out=inv2)
     wc = (w * c)[:, :, None]

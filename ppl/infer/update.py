@@ -6,7 +6,6 @@ import numpy as np
 
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.low_rank import GaussianSum
-from ppl.infer.state import NumericalBreakdown
 
 
 def update(problem, state, name: str, damping: float, received=None) -> None:
@@ -42,10 +41,13 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
         searched_step(problem, state, name, total, damping)
         return
     if name in problem.guarded or name in problem.damped:  # no step may leave the parameter space
-        if np.isnan(total).any():  # no step toward NaN is valid: shrinking would keep λ and look converged
-            raise NumericalBreakdown(name, "a message to it is NaN (" + ", ".join(
-                f.name for f in problem.neighbours[name] if np.isnan(f.message(state, name)).any()) + ")")
-        total = shrink_until_valid(state.families[name], state.natural[name], total, damping)
+        total = shrink_until_valid(state.families[name], state.natural[name], total, damping, name,
+                                   lambda: nan_senders(problem, state, name))
     elif damping < 1.0:
         total = (1 - damping) * state.natural[name] + damping * total
     state.set(name, total)
+
+
+def nan_senders(problem, state, name: str) -> str:
+    """The factors whose messages to `name` hold NaN (asked again, on the way to an error)."""
+    return ", ".join(f.name for f in problem.neighbours[name] if np.isnan(f.message(state, name)).any())

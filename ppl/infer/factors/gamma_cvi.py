@@ -148,10 +148,16 @@ def monte_carlo_gradient(rest, draws) -> np.ndarray:
     return np.stack([c22 * g1 - c12 * g2, c11 * g2 - c12 * g1], axis=-1) / det[..., None]
 
 
-def shrink_until_valid(family, current: np.ndarray, total: np.ndarray, step: float) -> np.ndarray:
+def shrink_until_valid(family, current: np.ndarray, total: np.ndarray, step: float, name: str = "λ",
+                       senders=None) -> np.ndarray:
     """(1 − ρ)λ + ρ·total, with ρ halved for every element (row) the step would move out of
     the parameter space — the CVI paper's step shrinking; the current λ is valid, so some
-    ρ > 0 is (the space is open and convex), and ρ = 0 keeps λ after MAX_HALVINGS."""
+    ρ > 0 is (the space is open and convex), and ρ = 0 keeps λ after MAX_HALVINGS. No step
+    toward NaN is valid: keeping λ would look like a fixed point, so a NaN `total` is a
+    breakdown of q(`name`), with `senders()` (the factors that sent NaN) in its detail."""
+    if np.isnan(total).any():
+        from ppl.infer.state import NumericalBreakdown
+        raise NumericalBreakdown(name, "a message to it is NaN" + (f" ({senders()})" if senders else ""))
     rho = np.full(current.shape[:-1] + (1,), float(step))
     new = current + rho * (total - current)
     for _ in range(MAX_HALVINGS):

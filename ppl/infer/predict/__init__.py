@@ -10,6 +10,7 @@ import numpy as np
 
 from ppl.diagnostics import ModelError
 from ppl.infer.engine import check_seed
+from ppl.infer.weights import element_counts
 
 from ppl.infer.predict.fold import fold_in
 from ppl.infer.predict.predictive import mixed, response_mixture
@@ -54,21 +55,11 @@ def score(posterior, data, model=None, na=None, seed=0) -> Score:
         mixture = mixed([(w, response_mixture(f.problem, f.state, name)) for w, f in folds])
         values = np.asarray(fold.new.dataset.arrays[name], dtype=float).reshape(-1)
         density = mixture.logpdf(values).reshape(observed.shape)
-        weight = _cell_weights(model.checked, fold.new.dataset, name, observed.shape)
+        weight = element_counts(model.checked, fold.new.dataset, {name: observed.shape}).get(name)  # row weights
+        weight = np.ones(observed.shape) if weight is None else weight.reshape(observed.shape)
         counts[name] = np.where(observed, weight, np.nan)
         cells[name] = np.where(observed, np.where(weight > 0, weight * density, 0.0), np.nan)
     return Score(cells, fold.new.dataset.source, counts)
-
-
-def _cell_weights(model, dataset, name: str, shape: tuple) -> np.ndarray:
-    """How many observations each cell of a response stands for: the product of the row weights
-    (`data count: weight[N]`) of its plates, 1 without them (ppl.infer.weights)."""
-    weight = np.ones(shape)
-    for axis, dim in enumerate(model.variables[name].plates):
-        if dim in model.weights:
-            values = np.asarray(dataset.arrays[model.weights[dim]], dtype=float)
-            weight = weight * values.reshape([-1 if a == axis else 1 for a in range(len(shape))])
-    return weight
 
 
 def _folds(posterior, model, data, **options) -> list:

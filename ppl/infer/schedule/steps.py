@@ -20,7 +20,7 @@ from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.factorial_levels import shift_levels
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.blocks import dirichlet_categorical
-from ppl.infer.update import update
+from ppl.infer.update import nan_senders, update
 
 RANDOM_SHAPE = 100.0  # Dirichlet concentrations ~ Gamma(100, 1/100): mean 1, sd 0.1 (scikit-learn's LDA)
 
@@ -178,5 +178,6 @@ def global_step(problem, state, name: str, scale: float, rho: float, data: set, 
     family = state.families[name]
     new = (1 - rho) * state.natural[name] + rho * target if rho < 1.0 else target
     if name in problem.guarded or not np.all(family.valid(new)):  # a step that leaves the parameter space
-        new = shrink_until_valid(family, state.natural[name], target, rho)
+        new = shrink_until_valid(family, state.natural[name], target, rho, name,
+                                 lambda: nan_senders(problem, state, name))
     state.set(name, new)
