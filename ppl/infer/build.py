@@ -23,6 +23,7 @@ from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.infer.factorial_levels import level_groups
+from ppl.infer.softmax_shift import shift_groups
 from ppl.infer.fused_latent_class import latent_class_kernel
 from ppl.infer.fused_mixture import mixture_kernel
 from ppl.infer.schedule.fused_lda import lda_kernel
@@ -71,6 +72,7 @@ class Problem:
     searched: tuple = ()  # Gaussian blocks with a log precision: Newton steps, searched (ppl.infer.block_step)
     blocks: dict = field(default_factory=dict)  # local names -> fused E-step block or None (schedule.blocks)
     levels: tuple = ()  # (factorial factor, its levels) updated jointly (ppl.infer.factorial_levels)
+    class_shifts: dict = field(default_factory=dict)  # softmax class weights -> class axis (ppl.infer.softmax_shift)
 
     @property
     def inner(self) -> int:
@@ -191,6 +193,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     problem.searched = searched
     problem.kernel = mixture_kernel(problem) or latent_class_kernel(problem) or lda_kernel(problem)
     problem.levels = level_groups(problem)
+    problem.class_shifts = dict(shift_groups(problem))
     return problem
 
 

@@ -61,12 +61,12 @@ class SoftmaxFactor(FactorRuntime):
                               f"observed outcome, whose missing cells it imputes", factor.span)
         self.classes = env.size(target.levels)
         eta = self.args["probs"].args[0]
-        self.forms, self.owner, shared = [], {}, []
+        self.forms, self.owner, axes = [], {}, {}
         # stick-breaking reads the first K − 1 predictors only: the last class's weights keep their prior
         for k in range(self.classes - (rule == "bound:stick")):
             try:
                 form = LinearBuilder(self.builder, self.plate, model, 0).build(
-                    _at_class(eta, k, model, env, self.classes, shared))
+                    _at_class(eta, k, model, env, self.classes, axes))
             except ValueError:
                 raise Unsupported(f"`{ast.text(eta)}` in `{factor.name}`: each class's margin must be linear in "
                                   f"Gaussian latents read per class; data offsets must not vary by class",
@@ -75,6 +75,9 @@ class SoftmaxFactor(FactorRuntime):
             for access in self.add_linear_reads(form):
                 self.owner[id(access)] = k
         self.eta_names = sorted({a.name for form in self.forms for a in form.reads()})
+        shared = [name for name, axis in axes.items() if axis is None]
+        # the latents read at class k in class k's margin, by their class axis (ppl.infer.softmax_shift)
+        self.class_axes = {name: axis for name, axis in axes.items() if axis is not None}
         # a latent read by every class (the factors z[n] of `lam[j] @ z[n]`) correlates the margins:
         # Böhning's bound then takes the diagonal ½·I ⪰ A, which holds whatever the correlation
         if rule == "bound:bohning" and shared:
@@ -145,19 +148,22 @@ class SoftmaxFactor(FactorRuntime):
         return np.where(self.missing, np.sum(special.xlogy(q, q), -1), term)
 
 
-def _at_class(expr, k: int, model, env, classes: int, shared: list):
-    """`expr` with every Gaussian latent read that stops short of a class plate (size K) read at class k;
-    the names of the latent reads that every class shares are appended to `shared`."""
+def _at_class(expr, k: int, model, env, classes: int, axes: dict):
+    """`expr` with every Gaussian latent read that stops short of a class plate (size K) read at class k.
+    `axes` records each latent read: name -> the axis of its class plate, or None for a read that
+    every class shares (or a name read both ways, or at two class axes)."""
     if isinstance(expr, (ast.Name, ast.Index)) and isinstance(getattr(expr, "base", expr), ast.Name):
         name = expr.id if isinstance(expr, ast.Name) else expr.base.id
         var = model.variables.get(name)
         if var is not None and var.kind == "latent":
             given = expr.indices if isinstance(expr, ast.Index) else ()
-            if len(given) < len(var.plates) and env.size(var.plates[len(given)]) == classes:
+            per_class = len(given) < len(var.plates) and env.size(var.plates[len(given)]) == classes
+            axis = len(given) if per_class else None
+            axes[name] = axis if axes.get(name, axis) == axis else None
+            if per_class:
                 at = ast.Number(k + 1, True, expr.span)
                 base = expr if isinstance(expr, ast.Name) else expr.base
                 return ast.Index(base, tuple(given) + (at,), expr.span)
-            shared.append(name)
             return expr
     if not dataclasses.is_dataclass(expr):
         return expr
@@ -165,8 +171,8 @@ def _at_class(expr, k: int, model, env, classes: int, shared: list):
     for f in dataclasses.fields(expr):
         value = getattr(expr, f.name)
         if dataclasses.is_dataclass(value):
-            changes[f.name] = _at_class(value, k, model, env, classes, shared)
+            changes[f.name] = _at_class(value, k, model, env, classes, axes)
         elif isinstance(value, tuple):
-            changes[f.name] = tuple(_at_class(v, k, model, env, classes, shared) if dataclasses.is_dataclass(v) else v
+            changes[f.name] = tuple(_at_class(v, k, model, env, classes, axes) if dataclasses.is_dataclass(v) else v
                                     for v in value)
     return dataclasses.replace(expr, **changes)

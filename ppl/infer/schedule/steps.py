@@ -19,6 +19,7 @@ from ppl.diagnostics import ModelError
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.factorial_levels import shift_levels
 from ppl.infer.initialise import initialise
+from ppl.infer.softmax_shift import shift_classes
 from ppl.infer.schedule.blocks import dirichlet_categorical
 from ppl.infer.update import nan_senders, update
 
@@ -37,6 +38,8 @@ def batch_sweep(problem, state, step) -> int:
     for name in problem.order:
         if name not in problem.local:
             update(problem, state, name, step(name))
+        if name in problem.class_shifts:
+            shift_classes(problem, state, name, problem.class_shifts[name])
         if name in joint:
             shift_levels(problem, state, *joint[name])
     return batch_e_step(problem, state, step)
