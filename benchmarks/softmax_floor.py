@@ -7,7 +7,9 @@ E[p(1 − p)] by ppl's rule (the same nodes, so the traces agree to rounding); t
 τ̃ = E[p(1 − p)] (floored at 1e-10, capped at 1e4/v), ỹ = m + (y − E[p])/τ̃; each class's natural
 parameters Λ_k = I + Xᵀ diag(τ̃_k) X, h_k = Xᵀ τ̃_k ỹ_k, taken with the step ρ:
 λ ← (1 − ρ)λ + ρ·λ_new, ρ halved (down to 1/64) after a sweep that lowers the ELBO (ppl's damping
-of NC-VMP); then one Cholesky factor per class for μ_k, Σ_k and log|Σ_k|.
+of NC-VMP); then one Cholesky factor per class for μ_k, Σ_k and log|Σ_k|; then ppl's shift step
+(docs/rules/softmax.md#the-shift-step), which for the N(0, I) prior of every class is μ_k ← μ_k − μ̄
+(μ̄ the mean over classes), h_k ← h_k − Λ_k μ̄.
 
 The averages, over the K − 1 differences d_j = η_j − η_r (r: the row's class of largest mean):
 - K = 3, the product Gauss–Hermite rule (41 nodes an axis) turned by the Cholesky factor L of the
@@ -176,6 +178,12 @@ class Classes:
         self.mean = np.einsum("kij,kj->ki", self.cov, self.h)
         self.logdet = -2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(1)
 
+    def shift(self):
+        """Every class mean moved by −μ̄, the best point along the shift the likelihood cannot see."""
+        c = self.mean.mean(0)
+        self.mean -= c
+        self.h -= self.precision @ c
+
     def kl(self) -> float:
         d = self.mean.shape[1]
         return 0.5 * float(np.trace(self.cov, axis1=1, axis2=2).sum() + np.sum(self.mean ** 2)
@@ -202,6 +210,7 @@ def run(x, y, k: int, tol: float, max_sweeps: int = 1000):
     for _ in range(max_sweeps):
         tau, pull = sites(y, m, v, p1, p2)
         q.update(tau, pull, m, step)
+        q.shift()
         m, v = q.margins()
         lse, p1, p2 = rule(m, v)
         new = float(np.sum(m[picked] - lse)) - q.kl()
