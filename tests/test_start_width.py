@@ -116,3 +116,47 @@ def test_a_prior_held_in_data_space_is_narrowed_as_its_sum(monkeypatch):
     assert narrowed.converged and wide.converged
     assert narrowed.elbo == pytest.approx(wide.elbo, abs=1e-4)
     np.testing.assert_allclose(narrowed["w"].mean, wide["w"].mean, atol=1e-3 * np.max(wide["w"].sd))
+
+
+POISSON = """
+data X: real[N, D] from (one, age)
+data y: int[N]
+w ~ MvNormal(zeros(D), eye(D))
+y ~ Poisson(exp(X @ w))
+"""
+
+
+@pytest.fixture(scope="module")
+def visits():
+    """400 counts of about e^8 ≈ 3,000 (a day's visitors, say) against an intercept and an age."""
+    rng = np.random.default_rng(7)
+    age = rng.uniform(20, 70, 400)
+    return pd.DataFrame({"one": 1.0, "age": age, "y": rng.poisson(np.exp(8 + 0.01 * (age - 45)))})
+
+
+def test_a_poisson_glm_starts_from_irls_sites_at_the_counts(visits):
+    problem, state = _start(POISSON, visits)
+    x, y = visits[["one", "age"]].to_numpy(), visits["y"].to_numpy(float)
+    mu = y + 0.5  # IRLS's start: working response log μ, weight μ
+    precision = np.eye(2) + (x * mu[:, None]).T @ x
+    q = state.families["w"].params(state.natural["w"])
+    np.testing.assert_allclose(q["precision"].reshape(2, 2), precision, rtol=1e-12)
+    np.testing.assert_allclose(q["mean"].reshape(2), np.linalg.solve(precision, x.T @ (mu * np.log(mu))), rtol=1e-10)
+
+
+@pytest.mark.parametrize("rule", [None, "cvi", "laplace"])
+def test_counts_in_the_thousands_reach_the_fixed_point(visits, rule):
+    """From η ≈ 0 the first Newton step of a count of 3,000 overflowed e^η (E500/E502 before)."""
+    post = ppl.compile(POISSON).infer(visits, seed=0, methods={"y": rule} if rule else None)
+    assert post.converged
+    x, y = visits[["one", "age"]].to_numpy(), visits["y"].to_numpy(float)
+    mean, cov = post["w"].family.mean_cov(post["w"].natural)
+    mean, cov = mean.reshape(2), cov.reshape(2, 2)
+    m, v = x @ mean, np.einsum("nd,de,ne->n", x, cov, x)
+    rate = np.exp(m + 0.5 * v) if rule != "laplace" else np.exp(m)  # E[e^η] in closed form (laplace: at m)
+    size = np.abs(x).T @ (y + rate)
+    # stationary in the mean (cvi: within its Monte Carlo steps' noise)
+    assert np.max(np.abs(mean - x.T @ (y - rate)) / size) < (1e-4 if rule == "cvi" else 1e-8)
+    if rule is None:  # and NC-VMP's precision: Λ = I + Σ E[e^η] x xᵀ
+        precision = np.eye(2) + (x * rate[:, None]).T @ x
+        np.testing.assert_allclose(np.linalg.inv(cov), precision, rtol=1e-5)

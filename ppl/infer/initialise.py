@@ -7,6 +7,8 @@ exchangeable components by the factor (`break_symmetry`)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ppl.infer.build import GLMFactor, SoftmaxFactor, observed_stats
@@ -61,10 +63,11 @@ def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
         size = int(np.prod(problem.shapes[name], dtype=np.int64))
         state.set(name, np.broadcast_to(_NEUTRAL[family.name](family), (size, family.size)).copy())
     for name in latent:
-        own = [f for f in problem.neighbours[name] if f.target.name == name]
+        own = _own(problem, state, name)
         if own:
             _start(problem, state, name, own)
     _narrow(problem, state)
+    _count_start(problem, state)
     for name in latent:
         if problem.families[name].name in ("Categorical", "CategoricalChain"):
             _break_symmetry(problem, state, name, rng)
@@ -76,19 +79,25 @@ def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
     return state
 
 
-def _start(problem, state, name: str, own: list) -> None:
-    """q(name) from its own statements' messages. One message is kept as it is (a constant prior's
-    array, met again each sweep); a diagonal Gaussian prior of a vector read through fewer data rows
-    than its dimension starts in data space (ppl.infer.low_rank), with no D × D array or solve."""
+def _start(problem, state, name: str, sources: list) -> None:
+    """q(name) from the sum of the messages `sources` (functions of `factored`): its own statements'
+    and the start's sites. One message is kept as it is (a constant prior's array, met again each
+    sweep); a diagonal Gaussian prior of a vector read through fewer data rows than its dimension
+    starts in data space (ppl.infer.low_rank), with no D × D array or solve."""
     if name in problem.low_rank:
-        total = sum((f.message(state, name, factored=True) for f in own), GaussianSum())
-        start = total.solve(problem.families[name])
-        if start is not None:
-            state.set(name, start, factored=total)
-        else:
-            state.set(name, total.dense())
+        _set_sum(state, name, sum((source(factored=True) for source in sources), GaussianSum()))
         return
-    state.set(name, own[0].message(state, name) if len(own) == 1 else sum(f.message(state, name) for f in own))
+    messages = [source(factored=False) for source in sources]
+    state.set(name, messages[0] if len(messages) == 1 else sum(messages))
+
+
+def _set_sum(state, name: str, total) -> None:
+    """q(name) ← the `GaussianSum` `total`, held in data space when it solves there."""
+    start = total.solve(state.families[name])
+    if start is not None:
+        state.set(name, start, factored=total)
+    else:
+        state.set(name, total.dense())
 
 
 def _narrow(problem, state) -> None:
@@ -118,9 +127,26 @@ def _narrow(problem, state) -> None:
             if total is None:
                 state.set(name, state.natural[name] * (widest / WIDEST))
             else:  # held in data space (ppl.infer.low_rank): scaled as the sum it was solved from
-                total = total.scaled(widest / WIDEST)
-                solved = total.solve(family)
-                state.set(name, total.dense() if solved is None else solved, factored=total)
+                _set_sum(state, name, total.scaled(widest / WIDEST))
+
+
+def _count_start(problem, state) -> None:
+    """The Gaussian latents of a Poisson GLM start from their priors' messages plus the likelihood's
+    sites at IRLS's start (`GLMFactor.start_message`), one Gauss–Seidel pass in sweep order: q then
+    sees the counts' scale before the first step (e^η of η ≈ 0 against counts of 3,000 made the
+    first Newton step overflow)."""
+    for factor in problem.factors:
+        if not (isinstance(factor, GLMFactor) and factor.counts_start):
+            continue
+        for name in [n for n in problem.order if n in factor.reads]:
+            if problem.families[name].name in ("Normal", "MvNormal"):
+                _start(problem, state, name, _own(problem, state, name)
+                       + [functools.partial(factor.start_message, state, name)])
+
+
+def _own(problem, state, name: str) -> list:
+    """The messages to `name` from its own statements, as functions of `factored`."""
+    return [functools.partial(f.message, state, name) for f in problem.neighbours[name] if f.target.name == name]
 
 
 def _draw_mean(state, name: str, rng) -> None:

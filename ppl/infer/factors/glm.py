@@ -312,6 +312,24 @@ class GLMFactor(FactorRuntime):
         target, tau = self.sites(state)
         return read_message(state, self.margin, access, tau, target, self.factor)
 
+    @functools.cached_property
+    def counts_start(self) -> bool:
+        """The latents start from the sites of IRLS's start (`start_message`): a Poisson GLM."""
+        return self.likelihood.name == "Poisson–exp" and self.selector is None and self.batch is None
+
+    def start_message(self, state, name: str, factored: bool = False):
+        """The message to `name` from the sites of a Poisson GLM at IRLS's start μ = y + ½ (the
+        working response ỹ = log μ and weight τ̃ = μ, as R's glm starts). From the prior's η ≈ 0,
+        NC-VMP's first Newton step for a count y is y − 1 nats: counts in the thousands overflow
+        e^η (docs/rules/vmp.md#initialisation)."""
+        seen = np.isfinite(self.y)
+        mu = np.where(seen, self.y, 0.0) + 0.5
+        target = np.broadcast_to(np.log(mu), self._ones.shape)
+        tau = np.broadcast_to(np.where(seen, mu, 0.0), self._ones.shape)
+        weights = self.message_weights(state, name)
+        return sum(access.scatter_weighted(read_message(state, self.margin, access, tau, target, self.factor),
+                                           weights, factored) for access in self.reads.get(name, ()))
+
     def _expected_log(self, state):
         """E[log f] per element, exact: by quadrature when the rule's own term is a Monte Carlo
         estimate (the final ELBO of a CVI run), reusing the margins of its draws."""
