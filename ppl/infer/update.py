@@ -6,6 +6,7 @@ import numpy as np
 
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.low_rank import GaussianSum
+from ppl.infer.state import NumericalBreakdown
 
 
 def update(problem, state, name: str, damping: float, received=None) -> None:
@@ -37,8 +38,14 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
         total = total.dense()
         damping = 1.0 if mixed else damping  # the damped λ already
     if name in problem.searched:  # a Newton step on a block with a log precision
-        from ppl.infer.block_step import searched_step
-        searched_step(problem, state, name, total, damping)
+        from ppl.infer.block_step import SMALLEST, searched_step
+        # messages that are the natural gradient of the objective (not Monte Carlo, not Laplace's, taken at
+        # the point): a step that keeps λ is not at a fixed point, where the full step keeps the objective
+        if not searched_step(problem, state, name, total, damping) and not problem.stochastic \
+                and all(getattr(f, "rule", None) != "laplace" for f in problem.neighbours[name]):
+            raise NumericalBreakdown(name, f"no step along its natural gradient, down to 1/{round(1 / SMALLEST)} of "
+                                     "it, keeps the ELBO from falling (its Newton step overshoots from here: data "
+                                     "far from the prior's scale?); fit these variables without the block")
         return
     if name in problem.guarded or name in problem.damped:  # no step may leave the parameter space
         total = shrink_until_valid(state.families[name], state.natural[name], total, damping, name,
