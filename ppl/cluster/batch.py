@@ -27,6 +27,7 @@ from ppl.infer.access import Unsupported
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.steps import data_factors, random_globals
+from ppl.infer.softmax_shift import shift_after_update
 from ppl.infer.update import update
 
 START_GROUPS = 1000  # groups of the sample the starting globals are fitted to
@@ -103,6 +104,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                     rebuilt += reply.rebuilt
                 for name in wave:
                     update(problem, state, name, step(name), received=(data, reply.messages[name]))
+                    shift_after_update(problem, state, name)
             steps = {n: step(n) for n in plan.locals}
             reply = cluster.round(worker.estep_task, _globals(state, plan), steps, first)
             rebuilt += reply.rebuilt

@@ -71,3 +71,10 @@ def shift_classes(problem, state, name: str, axis: int) -> None:
     if np.all(np.isfinite(c)):  # a flat prior: the ridge has no maximum
         moved = (mean + np.expand_dims(c, axis)).reshape(q["mean"].shape)
         state.set(name, family.natural(mean=moved, precision=q["precision"]))
+
+
+def shift_after_update(problem, state, name: str) -> None:
+    """The shift step of `name` if it is a softmax's class weights: after its update in a batch
+    sweep, an SVI step or a cluster's sweep, whichever the schedule runs."""
+    if name in problem.class_shifts:
+        shift_classes(problem, state, name, problem.class_shifts[name])

@@ -19,7 +19,7 @@ from ppl.diagnostics import ModelError
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.factorial_levels import shift_levels
 from ppl.infer.initialise import initialise
-from ppl.infer.softmax_shift import shift_classes
+from ppl.infer.softmax_shift import shift_after_update
 from ppl.infer.schedule.blocks import dirichlet_categorical
 from ppl.infer.update import nan_senders, update
 
@@ -38,8 +38,7 @@ def batch_sweep(problem, state, step) -> int:
     for name in problem.order:
         if name not in problem.local:
             update(problem, state, name, step(name))
-        if name in problem.class_shifts:
-            shift_classes(problem, state, name, problem.class_shifts[name])
+            shift_after_update(problem, state, name)
         if name in joint:
             shift_levels(problem, state, *joint[name])
     return batch_e_step(problem, state, step)
@@ -171,7 +170,8 @@ def global_step(problem, state, name: str, scale: float, rho: float, data: set, 
                 observed=None) -> None:
     """λ ← (1 − ρ) λ + ρ (prior messages + scale · data messages) for the global `name`; the
     data messages pass through `transform(λ, m)` first when given (SSMF's eq. 26). `observed`:
-    the data messages when they were summed elsewhere (a cluster's partitions)."""
+    the data messages when they were summed elsewhere (a cluster's partitions). Softmax class
+    weights then take their shift step (ppl.infer.softmax_shift), as in a batch sweep."""
     prior = sum(f.message(state, name) for f in problem.neighbours[name] if f.name not in data)
     if observed is None:
         observed = data_message(problem, state, name, data)
@@ -184,3 +184,4 @@ def global_step(problem, state, name: str, scale: float, rho: float, data: set, 
         new = shrink_until_valid(family, state.natural[name], target, rho, name,
                                  lambda: nan_senders(problem, state, name))
     state.set(name, new)
+    shift_after_update(problem, state, name)  # the priors alone see the shift: exact whatever the minibatch
