@@ -13,9 +13,8 @@ import numpy as np
 
 import ppl
 from ppl.infer.factorial_levels import shift_levels
-from ppl.infer.initialise import initialise
-from ppl.infer.update import update
 
+from plain_sweeps import plain_sweeps
 from test_factorial_hmm import MODELS, _problem
 
 
@@ -28,19 +27,11 @@ def _shifted(problem, state, c: float):
     return moved
 
 
-def _swept(problem, sweeps: int):
-    state = initialise(problem, np.random.default_rng(0))
-    for _ in range(sweeps):
-        for name in problem.order:
-            update(problem, state, name, 1.0)
-    return state
-
-
 def test_a_shift_between_the_chains_leaves_the_likelihood_unchanged():
     problem = _problem()
     (factor, names), = problem.levels
     assert names == ("w1", "w2")
-    state = _swept(problem, 5)
+    state = plain_sweeps(problem, 5)
     for c in (-0.3, 0.01, 0.7):
         assert abs(factor.elbo(_shifted(problem, state, c)) - factor.elbo(state)) < 1e-9 * abs(factor.elbo(state))
     assert abs(problem.elbo(_shifted(problem, state, 0.3)) - problem.elbo(state)) > 1e-3  # the priors see it
@@ -49,7 +40,7 @@ def test_a_shift_between_the_chains_leaves_the_likelihood_unchanged():
 def test_the_ridge_step_is_the_maximiser_along_the_ridge():
     problem = _problem()
     (factor, names), = problem.levels
-    state = _swept(problem, 30)  # chain by chain: far along the ridge from its best point
+    state = plain_sweeps(problem, 30)  # chain by chain: far along the ridge from its best point
     before = problem.elbo(state)
     shift_levels(problem, state, factor, names)
     after = problem.elbo(state)

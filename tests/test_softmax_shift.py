@@ -19,10 +19,9 @@ import ppl
 from ppl.infer import build_problem
 from ppl.infer import build as build_module
 from ppl.infer.factors.softmax import SoftmaxFactor
-from ppl.infer.initialise import initialise
 from ppl.infer.softmax_shift import shift_classes
-from ppl.infer.update import update
 
+from plain_sweeps import plain_sweeps
 from test_factorial_hmm import MODELS
 
 REGRESSION = """
@@ -55,15 +54,6 @@ def _problem(text, data, methods=None):
                          else model.analyze(dataset))
 
 
-def _swept(problem, sweeps: int):
-    """The state after plain sweeps of every update, without the shift step."""
-    state = initialise(problem, np.random.default_rng(0))
-    for _ in range(sweeps):
-        for name in problem.order:
-            update(problem, state, name, 0.5)
-    return state
-
-
 def _moved(state, c):
     """The state with every class mean of w moved by the vector c (precisions kept)."""
     moved = state.copy()
@@ -87,7 +77,7 @@ def test_the_class_weights_read_by_data_alone_are_shifted(data):
 def test_one_shift_of_every_class_leaves_the_likelihood_unchanged(data):
     problem = _problem(REGRESSION, data)
     factor = next(f for f in problem.factors if isinstance(f, SoftmaxFactor))
-    state = _swept(problem, 5)
+    state = plain_sweeps(problem, 5, 0.5)
     for c in (np.array([0.3, -1.0, 0.2, 2.0]), np.array([-0.01, 0.0, 0.05, 0.0])):
         assert abs(factor.elbo(_moved(state, c)) - factor.elbo(state)) < 1e-10 * abs(factor.elbo(state))
     assert abs(problem.elbo(_moved(state, np.full(4, 0.3))) - problem.elbo(state)) > 1e-2  # the prior sees it
@@ -95,7 +85,7 @@ def test_one_shift_of_every_class_leaves_the_likelihood_unchanged(data):
 
 def test_the_shift_step_is_the_maximiser_along_the_ridge(data):
     problem = _problem(REGRESSION, data)
-    state = _swept(problem, 20)  # half steps, no shift: the classes crawl along the ridge
+    state = plain_sweeps(problem, 20, 0.5)  # half steps, no shift: the classes crawl along the ridge
     before = problem.elbo(state)
     shift_classes(problem, state, "w", 0)
     after = problem.elbo(state)

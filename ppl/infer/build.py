@@ -23,6 +23,7 @@ from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
 from ppl.infer.factors.softmax_vector import SoftmaxVectorFactor, reads_vector
 from ppl.infer.factorial_levels import level_groups
+from ppl.infer.intercept_shift import intercept_pairs
 from ppl.infer.softmax_shift import shift_groups
 from ppl.infer.fused_latent_class import latent_class_kernel
 from ppl.infer.fused_mixture import mixture_kernel
@@ -73,6 +74,7 @@ class Problem:
     blocks: dict = field(default_factory=dict)  # local names -> fused E-step block or None (schedule.blocks)
     levels: tuple = ()  # (factorial factor, its levels) updated jointly (ppl.infer.factorial_levels)
     class_shifts: dict = field(default_factory=dict)  # softmax class weights -> class axis (ppl.infer.softmax_shift)
+    intercept_shifts: dict = field(default_factory=dict)  # later name -> [(a, u)] (ppl.infer.intercept_shift)
 
     @property
     def inner(self) -> int:
@@ -194,6 +196,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     problem.kernel = mixture_kernel(problem) or latent_class_kernel(problem) or lda_kernel(problem)
     problem.levels = level_groups(problem)
     problem.class_shifts = dict(shift_groups(problem))
+    problem.intercept_shifts = intercept_pairs(problem)
     return problem
 
 

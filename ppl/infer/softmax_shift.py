@@ -27,6 +27,7 @@ import numpy as np
 
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.softmax import SoftmaxFactor
+from ppl.infer.intercept_shift import shift_intercepts
 
 SHIFTED = ("Normal", "MvNormal")
 
@@ -74,7 +75,10 @@ def shift_classes(problem, state, name: str, axis: int) -> None:
 
 
 def shift_after_update(problem, state, name: str) -> None:
-    """The shift step of `name` if it is a softmax's class weights: after its update in a batch
-    sweep, an SVI step or a cluster's sweep, whichever the schedule runs."""
+    """The ridge steps that follow the update of `name` in a batch sweep, an SVI step or a
+    cluster's sweep: its shift if it is a softmax's class weights, and the intercept shifts whose
+    later variable it is (ppl.infer.intercept_shift)."""
     if name in problem.class_shifts:
         shift_classes(problem, state, name, problem.class_shifts[name])
+    for a, u in problem.intercept_shifts.get(name, ()):
+        shift_intercepts(problem, state, a, u)
