@@ -104,3 +104,48 @@ def test_bad_seed_or_model_arguments_of_predict_are_located_errors():
             call(new, model=123)
         assert info.value.code == "E001" and info.value.message == "cannot read a model from an int: give the path " \
                                                                   "of a .vim file or a ppl.Model"
+
+
+def test_a_categorical_prediction_gives_every_class_probability_and_the_most_probable_class():
+    """`y ~ Categorical(p)`, p ~ Dirichlet(1, 1, 1): the predictive of a new cell is E[p] =
+    (1 + counts) / (3 + N), the class probabilities a classifier's user wants; predict gave only
+    the mean and sd of the level number. They are `cells["y"]["probs"]`, and `pred["y"]` and the
+    table (the CSV of `ppl predict -o`) have a `p[label]` column per class and the `mode`."""
+    model = ppl.compile("data y: cat(K)[N]\np ~ Dirichlet(ones(K))\ny ~ Categorical(p)\n")
+    post = model.infer(pd.DataFrame({"y": ["a"] * 5 + ["b"] * 2 + ["c"] * 1}), seed=0)
+    pred = post.predict(pd.DataFrame({"y": [np.nan, "b", np.nan]}))
+    exact = np.array([6.0, 3.0, 2.0]) / 11.0
+    probs = pred.cells["y"]["probs"]
+    assert probs.shape == (3, 3) and np.isnan(probs[1]).all()
+    np.testing.assert_allclose(probs[[0, 2]], [exact, exact], rtol=1e-12)
+    np.testing.assert_allclose(pred.cells["y"]["mean"][0], exact @ [1, 2, 3], rtol=1e-12)
+    frame = pred["y"]
+    assert list(frame.columns) == ["mean", "sd", "q2.5", "q97.5", "mode", "p[a]", "p[b]", "p[c]"]
+    assert frame["mode"][[0, 2]].tolist() == ["a", "a"] and frame["mode"].isna().tolist() == [False, True, False]
+    np.testing.assert_allclose(frame.loc[2, ["p[a]", "p[b]", "p[c]"]].to_numpy(dtype=float), exact, rtol=1e-12)
+    table = pred.table()
+    assert table["variable"].tolist() == ["y[1]", "y[3]"] and table["mode"].tolist() == ["a", "a"]
+    np.testing.assert_allclose(table[["p[a]", "p[b]", "p[c]"]].to_numpy(dtype=float), [exact, exact], rtol=1e-12)
+
+
+def test_softmax_class_probabilities_are_the_averaged_softmax_and_give_the_mean(tmp_path, capsys):
+    """Iris under a softmax regression: every row's class probabilities sum to 1, their level
+    average is the predictive mean, and `ppl predict -o` writes them by species."""
+    frame = pd.read_csv("models/multinomial_logistic.csv")
+    post = ppl.load("models/multinomial_logistic.vim").infer(frame, seed=0)
+    new = frame.iloc[[0, 60, 120]].assign(species=np.nan)
+    pred = post.predict(new)
+    probs = pred.cells["y"]["probs"]
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(probs @ [1, 2, 3], pred.cells["y"]["mean"], rtol=1e-12)
+    assert pred["y"]["mode"].tolist() == ["setosa", "versicolor", "virginica"]
+    post.save(tmp_path / "post.json")
+    new.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "models/multinomial_logistic.vim", str(tmp_path / "post.json"), str(tmp_path / "new.csv"),
+                 "-o", str(tmp_path / "pred.csv")]) == 0
+    report = capsys.readouterr().out.splitlines()
+    assert report[2].split() == ["variable", "kind", "mean", "sd", "2.5%", "97.5%", "mode", "p(mode)"]
+    assert report[4].split()[-2:] == ["setosa", f"{probs[0].max():.4g}"]
+    written = pd.read_csv(tmp_path / "pred.csv")
+    assert list(written.columns[6:]) == ["mode", "p[setosa]", "p[versicolor]", "p[virginica]"]
+    np.testing.assert_allclose(written.iloc[:, 7:].to_numpy(), probs, rtol=1e-9)

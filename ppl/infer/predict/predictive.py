@@ -99,15 +99,16 @@ class CategoricalMixture:
     probs: np.ndarray  # (cells or 1, J, K)
     offset: int = 0  # what the bound data hold for level 1: 0 for `cat` codes, 1 for `int` values
 
-    def _table(self) -> np.ndarray:
+    def probabilities(self) -> np.ndarray:
+        """P(y = k) per cell and level: (cells, K)."""
         return np.einsum("nj,njk->nk", self.weights, np.broadcast_to(self.probs, self.weights.shape + self.probs.shape[-1:]))
 
     def mean(self) -> np.ndarray:
-        return self._table() @ np.arange(1, self.probs.shape[-1] + 1)
+        return self.probabilities() @ np.arange(1, self.probs.shape[-1] + 1)
 
     def var(self) -> np.ndarray:
         levels = np.arange(1, self.probs.shape[-1] + 1)
-        table = self._table()
+        table = self.probabilities()
         return np.maximum(table @ levels ** 2 - (table @ levels) ** 2, 0.0)
 
     def logpdf(self, values: np.ndarray) -> np.ndarray:
@@ -120,7 +121,7 @@ class CategoricalMixture:
 
     def quantile(self, q: float) -> np.ndarray:
         """The smallest level whose cumulative probability reaches q."""
-        cumulative = np.cumsum(self._table(), axis=1)
+        cumulative = np.cumsum(self.probabilities(), axis=1)
         return 1.0 + np.argmax(cumulative >= q - 1e-12, axis=1)
 
 
