@@ -16,7 +16,7 @@ import numpy as np
 
 from ppl.infer import selection
 from ppl.infer.factors.joint import group_key
-from ppl.infer.marginals import FamilyMarginal, JointDraws, KernelMarginal
+from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws, KernelMarginal
 from ppl.infer.state import NumericalBreakdown
 
 QUANTILES = (0.025, 0.975)
@@ -67,7 +67,8 @@ class Posterior:
     def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
         """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape;
         `vars` (glob patterns) keeps some variables (all by default). A partially observed data
-        variable is drawn at its empty cells and NaN at the observed ones (data, not in q)."""
+        variable is drawn at its empty cells (from their predictive) and NaN at the observed ones
+        (data, not in q)."""
         names = list(self.marginals) if vars is None else selection.chosen(self, vars)
         check_draws(n)
         rng = draws_rng(seed)
@@ -78,10 +79,6 @@ class Posterior:
         for name in names:
             if name not in draws:
                 draws[name] = self.marginals[name].draws(n, rng)
-            mask = getattr(self.marginals[name], "observed_mask", None)
-            if mask is not None:
-                where = mask.reshape((1,) + mask.shape + (1,) * (draws[name].ndim - 1 - mask.ndim))
-                draws[name] = np.where(where, np.nan, draws[name])
         return {name: draws[name] for name in names}
 
     def draw_columns(self, n: int, seed=None) -> dict:
@@ -284,7 +281,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
             q[name] = KernelMarginal(problem.families[name], kernel)
         elif name in state.natural:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
-            q[name] = FamilyMarginal(problem.families[name], nat, problem.dataset.masks.get(name))
+            q[name] = _own(problem, state, name, nat)
     joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
                         state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
@@ -302,6 +299,22 @@ def build_posterior(problem, run, analysis) -> Posterior:
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
                      run.convergence, run.interrupted)
+
+
+def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:
+    """q of a variable; a partially observed response whose predictive `predict` computes as a
+    `Mixture` (not a categorical's class table) reports its empty cells by that predictive."""
+    family, mask = problem.families[name], problem.dataset.masks.get(name)
+    f = next((f for f in problem.factors if mask is not None and f.factor.target.name == name), None)
+    if f is None or f.factor.dist.name in ("Categorical", "OrderedLogistic"):
+        return FamilyMarginal(family, natural, mask)
+    from ppl.infer.predict.predictive import Mixture, predicted, response_mixture  # scipy.stats: only here
+    if not predicted(problem, f):
+        return FamilyMarginal(family, natural, mask)
+    predictive = response_mixture(problem, state, name)
+    if not isinstance(predictive, Mixture) or len(predictive.weights) != mask.size:  # a vector response's rows
+        return FamilyMarginal(family, natural, mask)
+    return ImputedMarginal(family, natural, mask, predictive.take(~mask.reshape(-1)))
 
 
 def assemble(order: list, q: dict, joint: list) -> dict:

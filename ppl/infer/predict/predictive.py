@@ -61,6 +61,18 @@ class Mixture:
         frozen = self._frozen()
         return np.maximum(self._weighted(frozen.var() + frozen.mean() ** 2) - self.mean() ** 2, 0.0)
 
+    def take(self, cells: np.ndarray) -> Mixture:
+        """The mixture of some cells only (an index or a mask over the cells)."""
+        return Mixture(self.dist, self.weights[cells], tuple(p[cells] for p in self.params), self.discrete)
+
+    def sample(self, n: int, rng) -> np.ndarray:
+        """n draws per cell, (n, cells): a component by its weight, then a draw of it."""
+        cumulative = np.cumsum(self.weights, axis=1)
+        u = rng.random((n, len(self.weights), 1)) * cumulative[:, -1:]
+        j = np.minimum(np.sum(cumulative[None] < u, axis=-1), self.weights.shape[1] - 1)
+        cells = np.arange(len(self.weights))
+        return self.dist(*(p[cells, j] for p in self.params)).rvs(random_state=rng).astype(float)
+
     def logpdf(self, y: np.ndarray) -> np.ndarray:
         frozen = self._frozen()
         log = frozen.logpmf(y[:, None]) if self.discrete else frozen.logpdf(y[:, None])

@@ -1,0 +1,76 @@
+"""What a posterior says about a partially observed variable: its empty cells carry the posterior
+predictive under q (mean, sd, quantiles, draws), its observed cells nothing (NaN: data, not in q).
+Two defects of a user's walkthrough: `post["y"].mean` held numbers at the observed cells (the
+prior's mean, not the data), and an empty Normal cell's sd was 1/√E[τ], the mean-field factor's,
+not the predictive sd √(Var[μ] + E[1/τ])."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, stats
+
+import ppl
+
+TEXT = "data y: real[N]\nmu ~ Normal(0, 0.01)\ntau ~ Gamma(2, 1)\ny ~ Normal(mu, tau)\n"
+DATA = pd.DataFrame({"y": [1.0, 2.0, np.nan, 0.5, np.nan, -0.3]})
+MISSING = np.isnan(DATA["y"].to_numpy())
+
+
+@pytest.fixture(scope="module")
+def post():
+    return ppl.compile(TEXT).infer(DATA, seed=0)
+
+
+def _closed_form(post):
+    """E[y] = E[μ] and Var[y] = Var[μ] + E[1/τ], E[1/τ] = b/(a − 1) for q(τ) = Gamma(a, b)."""
+    tau = post["tau"].params()
+    return post["mu"].mean, np.sqrt(post["mu"].sd ** 2 + tau["rate"] / (tau["shape"] - 1.0))
+
+
+def test_an_empty_normal_cell_reports_the_posterior_predictive(post):
+    mean, sd = _closed_form(post)
+    y = post["y"]
+    np.testing.assert_allclose(y.mean[MISSING], mean, rtol=1e-12)
+    np.testing.assert_allclose(y.sd[MISSING], sd, rtol=1e-7)
+    tau = post["tau"].params()
+    upper = y.quantiles([0.975])[0][MISSING][0]  # P(y ≤ upper) = 0.975 under ∫ N(m, v + 1/τ) q(τ) dτ
+    v = post["mu"].sd ** 2
+    cdf = integrate.quad(lambda t: stats.norm.cdf(upper, mean, np.sqrt(v + 1 / t))
+                         * stats.gamma.pdf(t, tau["shape"], scale=1 / tau["rate"]), 0, np.inf)[0]
+    assert cdf == pytest.approx(0.975, abs=1e-7)
+    draws = y.draws(20000, np.random.default_rng(1))
+    assert draws.shape == (20000, 6)
+    assert np.std(draws[:, 2]) == pytest.approx(sd, rel=0.03)
+    summary = post.summary(vars="y")
+    assert summary["variable"].tolist() == ["y[3]", "y[5]"]
+    np.testing.assert_allclose(summary["sd"], sd, rtol=1e-7)
+
+
+def test_observed_cells_are_nan_in_every_statistic(post):
+    """The observed cells are data: NaN in mean, sd, quantiles and draws alike (draws already were)."""
+    y = post["y"]
+    for values in (y.mean, y.sd, y.quantiles([0.5])[0], y.draws(3, np.random.default_rng(0))[0],
+                   post.draws(3, seed=0)["y"][0]):
+        assert np.isnan(values[~MISSING]).all() and np.isfinite(values[MISSING]).all()
+
+
+def test_the_predictive_of_empty_cells_saves_and_loads(post, tmp_path):
+    post.save(tmp_path / "post.json")
+    back = ppl.Posterior.load(tmp_path / "post.json")
+    for stat in ("mean", "sd"):
+        np.testing.assert_array_equal(getattr(back["y"], stat), getattr(post["y"], stat))
+    np.testing.assert_array_equal(back["y"].quantiles([0.025, 0.975]), post["y"].quantiles([0.025, 0.975]))
+
+
+def test_a_categorical_with_empty_cells_saves_and_loads_with_its_observed_cells_nan(tmp_path):
+    """A Categorical's q is saved as the log of its summary mean: NaN at observed cells must load."""
+    frame = pd.read_csv("models/categorical_fa.csv")
+    post = ppl.load("models/categorical_fa.vim").infer(frame, seed=0, max_iter=5)
+    mask = post["y"].observed_mask
+    assert np.isnan(post["y"].mean[mask]).all() and np.isfinite(post["y"].mean[~mask]).all()
+    post.save(tmp_path / "post.json")
+    back = ppl.Posterior.load(tmp_path / "post.json")
+    np.testing.assert_allclose(back["y"].mean[~mask], post["y"].mean[~mask], rtol=1e-12)
+    assert np.isnan(back["y"].mean[mask]).all()
