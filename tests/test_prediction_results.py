@@ -149,3 +149,19 @@ def test_softmax_class_probabilities_are_the_averaged_softmax_and_give_the_mean(
     written = pd.read_csv(tmp_path / "pred.csv")
     assert list(written.columns[6:]) == ["mode", "p[setosa]", "p[versicolor]", "p[virginica]"]
     np.testing.assert_allclose(written.iloc[:, 7:].to_numpy(), probs, rtol=1e-9)
+
+
+def test_a_numeric_missing_token_matches_new_rows_by_value(tmp_path):
+    """`predict(new, na="-999")` marked the text `-999` only: a CSV cell `-999.0`, or a
+    DataFrame's number -999, was taken as an observed response (nothing predicted) and a
+    covariate's as a value. Every source now matches a token that reads as a number by value."""
+    post = ppl.load("models/linear_regression.vim").infer("models/linear_regression.csv", seed=0)
+    path = tmp_path / "new.csv"
+    path.write_text("x1,x2,x3,y\n0.1,0.2,0.3,-999.0\n0.1,0.2,0.3,-999\n0.1,0.2,0.3,1.5\n")
+    frame = pd.read_csv(path)
+    for data in (path, frame, {"X": frame[["x1", "x2", "x3"]].to_numpy(), "y": frame["y"].to_numpy()}):
+        assert np.isnan(post.predict(data, na="-999").cells["y"]["mean"]).tolist() == [False, False, True]
+    path.write_text("x1,x2,x3,y\n-999.0,0.2,0.3,\n")
+    with pytest.raises(ppl.DataError) as info:
+        post.predict(path, na=-999)
+    assert info.value.code == "E410" and info.value.column == "x1"
