@@ -165,3 +165,20 @@ def test_a_numeric_missing_token_matches_new_rows_by_value(tmp_path):
     with pytest.raises(ppl.DataError) as info:
         post.predict(path, na=-999)
     assert info.value.code == "E410" and info.value.column == "x1"
+
+
+def test_a_weighted_row_is_predicted_as_the_observations_it_stands_for():
+    """`data count: weight[N]`: an empty response cell of a row standing for 10 observations was
+    predicted as one, with nothing saying so, while score counts the row 10 times. The row's
+    predictive is each of its observations' (the expanded data's 10 identical rows), and `count`
+    (in `cells`, `pred["died"]` and the table) says how many observations it stands for."""
+    post = ppl.load("models/surgical.vim").infer("models/surgical.csv", seed=0)
+    new = pd.DataFrame({"hospital": ["HZ", "HZ", "HZ", "HA"], "died": [1, 0, np.nan, np.nan],
+                        "count": [3, 47, 10, 2.5]})
+    pred = post.predict(new)
+    expanded = new.loc[new.index.repeat([3, 47, 10, 1])].assign(count=1.0)
+    single = post.predict(expanded)
+    np.testing.assert_allclose(pred.cells["died"]["mean"][2:], single.cells["died"]["mean"][[50, 60]], rtol=1e-10)
+    np.testing.assert_array_equal(pred.cells["died"]["count"], [np.nan, np.nan, 10.0, 2.5])
+    assert pred["died"]["count"].tolist()[2:] == [10.0, 2.5]
+    assert pred.table()["count"].tolist()[:2] == [10.0, 2.5]

@@ -33,6 +33,9 @@ def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
             values = [mixture.mean(), np.sqrt(mixture.var())] + [mixture.quantile(q) for q in INTERVAL]
             cells[name] = {k: np.where(flat, v, np.nan).reshape(held.shape)
                            for k, v in zip(("mean", "sd", "q2.5", "q97.5"), values)}
+            weight = element_counts(model.checked, fold.new.dataset, {name: held.shape}).get(name)
+            if weight is not None:  # a weighted row: each of the observations it stands for has this predictive
+                cells[name]["count"] = np.where(held, weight.reshape(held.shape), np.nan)
             if isinstance(mixture, CategoricalMixture):  # a class's probability, per cell and class
                 probs = mixture.probabilities()
                 cells[name]["probs"] = np.where(flat[:, None], probs, np.nan).reshape(held.shape + probs.shape[-1:])

@@ -23,8 +23,9 @@ def local_marginals(fold) -> dict:
 @dataclass
 class Prediction:
     """`cells`: response → {mean, sd, q2.5, q97.5} arrays shaped like the response (NaN where the
-    new data gave the cell), and for a categorical response `probs`, P(y = k) per cell and class
-    (shape + (K,)); `locals`: the fitted q of the new rows' local variables; the groups of the new
+    new data gave the cell), for a categorical response `probs`, P(y = k) per cell and class
+    (shape + (K,)), and for a weighted response (`data count: weight[N]`) `count`, the
+    observations a cell stands for, each with the cell's predictive; `locals`: the fitted q of the new rows' local variables; the groups of the new
     data (labels; `seen`: training index, −1 for a new group); `levels`: a `cat` response's
     labels, by name."""
 
@@ -72,7 +73,7 @@ class Prediction:
             predicted = ~np.isnan(cell["mean"])
             index = np.argwhere(predicted)
             block = {"variable": self._labels(name, index), "kind": ["predictive"] * len(index)}
-            block.update({column: cell[column][predicted] for column in COLUMNS[2:]})
+            block.update({column: cell[column][predicted] for column in COLUMNS[2:] + ("count",) if column in cell})
             blocks.append(pd.DataFrame({**block, **self._classes(name, predicted)}))
         for name, q in self.locals.items():
             mean, sd = np.asarray(q.mean, dtype=float), np.asarray(q.sd, dtype=float)
