@@ -49,8 +49,7 @@ class FamilyMarginal:
     def _unobserved(self, values, lead: int = 0):
         """`values` (`lead` axes, then the plates, then any event axes) NaN at observed cells."""
         mask = self.observed_mask
-        values = np.asarray(values)
-        if mask is None or values.ndim < lead + mask.ndim:  # quantiles a family does not have
+        if mask is None or np.ndim(values) < lead + mask.ndim:  # quantiles a family does not have
             return values
         where = mask.reshape((1,) * lead + mask.shape + (1,) * (values.ndim - lead - mask.ndim))
         return np.where(where, np.nan, values)

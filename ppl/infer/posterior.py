@@ -88,7 +88,7 @@ class Posterior:
         for name, values in self.draws(n, seed).items():
             index = np.argwhere(np.ones(values.shape[1:], dtype=bool))
             values = coded(self.marginals[name], values)
-            columns.update(zip(_labels(name, index), values.reshape(n, len(index)).T.tolist()))
+            columns.update(zip(self.labels(name, index), values.reshape(n, len(index)).T.tolist()))
         return columns
 
     def summary(self, vars=None, rows_per_variable: int | None = None):  # noqa: A002
@@ -119,11 +119,22 @@ class Posterior:
                 q = np.full((len(levels),) + mean.shape, np.nan)
             reported = self.reported(name)
             index = np.argwhere(reported)[:rows_per_variable]
-            table["variable"] += _labels(name, index)
+            table["variable"] += self.labels(name, index)
             table["family"] += [m.name] * len(index)
             for column, values in zip(list(table)[2:], (mean, sd, *q)):
                 table[column] += values[reported][:rows_per_variable].tolist()
         return table
+
+    def labels(self, name: str, index: np.ndarray) -> list[str]:
+        """Labels of elements (rows of 0-based indices): on an axis that counts the levels of a
+        `cat` column its level's label (`a[site_a]`, ArviZ's coordinate), else 1-based numbers."""
+        levels = [self.coords.get(dim) for dim in self.dims.get(name, ())]
+        if not any(isinstance(c, list) and c and isinstance(c[0], str) for c in levels):
+            return _labels(name, index)
+        def element(axis, i):
+            labels = levels[axis] if axis < len(levels) else None
+            return str(labels[i]) if isinstance(labels, list) and i < len(labels) else str(i + 1)
+        return [f"{name}[{','.join(element(a, i) for a, i in enumerate(row))}]" for row in index.tolist()]
 
     def reported(self, name: str) -> np.ndarray:
         """Which elements of `mean` a table lists: all of a latent variable but its switched-off
