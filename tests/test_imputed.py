@@ -74,3 +74,22 @@ def test_a_categorical_with_empty_cells_saves_and_loads_with_its_observed_cells_
     back = ppl.Posterior.load(tmp_path / "post.json")
     np.testing.assert_allclose(back["y"].mean[~mask], post["y"].mean[~mask], rtol=1e-12)
     assert np.isnan(back["y"].mean[mask]).all()
+
+
+def test_a_grid_mixes_the_nodes_predictives_of_an_empty_cell(tmp_path):
+    """Over a grid on τ the empty cell's mean and sd were the mixture of the nodes' predictives
+    but its quantiles were those of the nodes' mean-field q(y), narrower. Now one mixture: its
+    quantiles bracket the same law as its mean and sd."""
+    text = TEXT.replace("tau ~ Gamma(2, 1)", "tau ~ Gamma(2, 1) @grid")
+    post = ppl.compile(text).infer(DATA, seed=0)
+    y = post["y"]
+    parts = [(w, p["y"]) for w, p in post.parts]
+    mean = sum(w * q.mean for w, q in parts)
+    np.testing.assert_allclose(y.mean[MISSING], mean[MISSING], rtol=1e-12)
+    lower, upper = y.quantiles([0.025, 0.975])[:, MISSING][:, 0]
+    cdf = sum(w * q.predictive.cdf(np.array([upper])) - w * q.predictive.cdf(np.array([lower])) for w, q in parts)
+    np.testing.assert_allclose(cdf, 0.95, atol=1e-9)
+    assert np.isnan(y.quantiles([0.5])[0][~MISSING]).all()
+    post.save(tmp_path / "grid.json")
+    back = ppl.Posterior.load(tmp_path / "grid.json")
+    np.testing.assert_array_equal(back["y"].quantiles([0.025, 0.975]), y.quantiles([0.025, 0.975]))
