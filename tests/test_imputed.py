@@ -93,3 +93,31 @@ def test_a_grid_mixes_the_nodes_predictives_of_an_empty_cell(tmp_path):
     post.save(tmp_path / "grid.json")
     back = ppl.Posterior.load(tmp_path / "grid.json")
     np.testing.assert_array_equal(back["y"].quantiles([0.025, 0.975]), y.quantiles([0.025, 0.975]))
+
+
+@pytest.mark.parametrize("path, text", [
+    ("eight_schools", None),  # a data precision (1/σ²) per school
+    (None, TEXT),  # a Gamma precision
+    (None, "data z: cat(2)[N]\ndata y: real[N]\npi ~ Dirichlet(ones(2))\nfor k in 1..2 {\n  mu[k] ~ Normal(0, 0.1)\n"
+           "}\ntau ~ Gamma(2, 1)\nfor n in 1..N {\n  z[n] ~ Categorical(pi)\n  y[n] ~ Normal(mu[z[n]], tau)\n}\n"),
+])
+def test_the_predictive_of_some_cells_is_the_predictive_of_all_cut_to_them(path, text):
+    """`response_mixture(..., only)` forms a Normal response's nodes for the cells asked for only
+    (a fit with 10 empty cells in 200,000 rows built its posterior 8x slower without it): the
+    same components as computing every cell and taking those."""
+    from ppl.infer.predict import model_of
+    from ppl.infer.predict.fold import fold_in
+    from ppl.infer.predict.predictive import response_mixture
+    if path:
+        model, frame = ppl.load(f"models/{path}.vim"), pd.read_csv(f"models/{path}.csv")
+    else:
+        model = ppl.compile(text)
+        frame = pd.DataFrame({"y": [1.0, 2.0, -1.5, 0.5, -0.3, 1.1]} | ({"z": [1, 2, 1, 2, 1, 2]} if "z" in text else {}))
+    post = model.infer(frame, seed=0)
+    fold = fold_in(post, model_of(post, None), frame, hold_all=True)
+    only = np.array([4, 1, 3])
+    some = response_mixture(fold.problem, fold.state, "y", only)
+    every = response_mixture(fold.problem, fold.state, "y").take(only)
+    np.testing.assert_array_equal(some.weights, every.weights)
+    for a, b in zip(some.params, every.params):
+        np.testing.assert_array_equal(a, b)

@@ -319,13 +319,12 @@ def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:
     f = next((f for f in problem.factors if mask is not None and f.factor.target.name == name), None)
     if f is None or f.factor.dist.name in ("Categorical", "OrderedLogistic"):
         return FamilyMarginal(family, natural, mask)
-    from ppl.infer.predict.predictive import Mixture, predicted, response_mixture  # scipy.stats: only here
+    from ppl.infer.predict.predictive import predicted, response_mixture  # scipy.stats: only here
     if not predicted(problem, f):
         return FamilyMarginal(family, natural, mask)
-    predictive = response_mixture(problem, state, name)
-    if not isinstance(predictive, Mixture) or len(predictive.weights) != mask.size:  # a vector response's rows
+    if type(f).__name__ == "JointGaussian":  # a vector response: predicted by whole rows
         return FamilyMarginal(family, natural, mask)
-    return ImputedMarginal(family, natural, mask, predictive.take(~mask.reshape(-1)))
+    return ImputedMarginal(family, natural, mask, response_mixture(problem, state, name, ~mask.reshape(-1)))
 
 
 def assemble(order: list, q: dict, joint: list) -> dict:

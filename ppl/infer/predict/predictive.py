@@ -222,8 +222,10 @@ def _offset(f) -> int:
     return 0 if f.model.variables[f.factor.target.name].elem == "cat" else 1
 
 
-def response_mixture(problem, state, name: str):
-    """The predictive of every element of response `name` (elements in the array's order)."""
+def response_mixture(problem, state, name: str, only=None):
+    """The predictive of every element of response `name` (elements in the array's order), or of
+    the elements `only` (a mask or indices, in that order): a scalar Normal response's mixture is
+    then computed for those cells alone (`_gaussian`), not for all and cut."""
     f = next(f for f in problem.factors if f.factor.target.name == name)
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
     shape = problem.shapes.get(name, np.shape(problem.dataset.arrays[name]))  # a response without a family: its data
@@ -231,6 +233,9 @@ def response_mixture(problem, state, name: str):
     order = f.target.gather(np.arange(elements, dtype=float).reshape(-1, 1)).reshape(-1)[:cells].astype(np.int64)
     at = np.empty(elements, dtype=np.int64)
     at[order] = np.arange(cells)
+    if only is not None:
+        at = at[only]
+    elements = len(at)
     if type(f).__name__ == "SoftmaxFactor":  # E_q[softmax(η)], the factor's own average over q(η)
         probs = f.predictive(state, np.ones(f.y.shape, dtype=bool))
         return CategoricalMixture(np.ones((elements, 1)), probs[at][:, None, :], _offset(f))
@@ -245,7 +250,10 @@ def response_mixture(problem, state, name: str):
     elif type(f).__name__ == "GLMFactor":
         weights, dist, params, discrete = _glm(f, state)
     else:
-        weights, dist, params, discrete = _gaussian(f, state)
+        rows = at if only is not None and np.ndim(f.precision.scale) == 0 else None
+        weights, dist, params, discrete = _gaussian(f, state, rows)
+        if rows is not None:  # already the cells asked for, in their order
+            cells, at = len(rows), np.arange(len(rows))
     weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, *(p.shape for p in params)))
     flat = [np.broadcast_to(a, weights.shape).reshape(cells, -1) for a in (weights,) + params]
     return Mixture(dist, flat[0][at], tuple(p[at] for p in flat[1:]), discrete)
@@ -307,16 +315,28 @@ def _gamma_nodes(shape, rate):
     return nodes, np.concatenate([du, du])
 
 
-def _gaussian(f, state):
-    """Components (a selector's q) × nodes of a Gamma precision: N(m, v + 1/τ)."""
-    m, v = margin(state, f.mean)
-    r = f.weights(state)
+def _at_rows(a, plate: tuple, rows) -> np.ndarray:
+    """`a` (broadcast to the plate, then any axes past the plate's) at the flat plate cells
+    `rows`: (rows,) + those axes."""
+    a = np.asarray(a)
+    tail = a.shape[len(plate):] if a.ndim > len(plate) else ()
+    return np.broadcast_to(a, plate + tail).reshape((-1,) + tail)[rows]
+
+
+def _gaussian(f, state, rows=None):
+    """Components (a selector's q) × nodes of a Gamma precision: N(m, v + 1/τ); `rows`: of those
+    flat plate cells only (the nodes of every other cell are never formed)."""
+    plate = f.plate.shape
+    def pick(a):
+        return a if rows is None else _at_rows(a, plate, rows)
+    m, v = (pick(a) for a in margin(state, f.mean))
+    r = pick(f.weights(state))
     precision = f.precision
     if precision.kind == "const":
-        tau = np.broadcast_to(precision.value, m.shape)[..., None]
+        tau = np.broadcast_to(pick(precision.value), m.shape)[..., None]
         node_weights = np.ones(1)
     else:
-        natural = precision.access.gather(state.natural[precision.access.name])
+        natural = pick(precision.access.gather(state.natural[precision.access.name]))
         tau, node_weights = _gamma_nodes(natural[..., 0] + 1.0, -natural[..., 1])
         tau = precision.scale * tau
     weights = (r[..., None] * node_weights).reshape(r.shape[:-1] + (-1,))
