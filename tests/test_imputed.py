@@ -121,3 +121,16 @@ def test_the_predictive_of_some_cells_is_the_predictive_of_all_cut_to_them(path,
     np.testing.assert_array_equal(some.weights, every.weights)
     for a, b in zip(some.params, every.params):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_saved_predictive_keeps_one_number_where_a_row_or_column_repeats(post, tmp_path):
+    """A global τ's nodes and weights are the same for every empty cell and a cell's mean the same
+    for every node: the file holds them once (one row, one column) and loads them back equal."""
+    import json
+    post.save(tmp_path / "post.json")
+    saved = json.loads((tmp_path / "post.json").read_text())["q"]["variables"]["y"]["predictive"]
+    assert saved["weights"]["shape"] == [1, 48] and saved["params"][0]["shape"] == [1, 1]  # both cells: E[mu]
+    back = ppl.Posterior.load(tmp_path / "post.json")["y"].predictive
+    np.testing.assert_array_equal(back.weights, post["y"].predictive.weights)
+    for a, b in zip(back.params, post["y"].predictive.params):
+        np.testing.assert_array_equal(a, b)

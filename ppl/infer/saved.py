@@ -191,9 +191,20 @@ PREDICTIVES = ("norm", "t", "bernoulli", "binom", "betabinom", "nbinom", "poisso
 
 def _mixture(mixture) -> dict:
     """An imputed cells' predictive (`ppl.infer.predict.predictive.Mixture`): its scipy.stats
-    family by name and its arrays."""
-    return {"dist": mixture.dist.name, "discrete": mixture.discrete, "weights": _array(mixture.weights),
-            "params": [_array(p) for p in mixture.params]}
+    family by name and its (cells, components) arrays, each cut to one row or one column where
+    it is the same along the other (a global τ's nodes and weights, a cell's mean): the file
+    grows by about one number per component of an empty cell, not three."""
+    return {"dist": mixture.dist.name, "discrete": mixture.discrete, "cells": len(mixture.weights),
+            "weights": _array(_constant_cut(mixture.weights)), "params": [_array(_constant_cut(p)) for p in mixture.params]}
+
+
+def _constant_cut(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    if a.shape[0] > 1 and np.array_equal(a, np.broadcast_to(a[:1], a.shape), equal_nan=True):
+        a = a[:1]
+    if a.shape[1] > 1 and np.array_equal(a, np.broadcast_to(a[:, :1], a.shape), equal_nan=True):
+        a = a[:, :1]
+    return a
 
 
 def _unmixture(doc: dict):
@@ -201,8 +212,10 @@ def _unmixture(doc: dict):
     from ppl.infer.predict.predictive import Mixture
     if doc["dist"] not in PREDICTIVES:
         raise ValueError(f"`{doc['dist']}` is not a predictive family")
-    return Mixture(getattr(stats, doc["dist"]), _unarray(doc["weights"]), tuple(_unarray(p) for p in doc["params"]),
-                   bool(doc["discrete"]))
+    arrays = [_unarray(doc["weights"])] + [_unarray(p) for p in doc["params"]]
+    shape = (int(doc["cells"]), max(a.shape[1] for a in arrays))
+    full = [np.broadcast_to(a, shape) for a in arrays]
+    return Mixture(getattr(stats, doc["dist"]), full[0], tuple(full[1:]), bool(doc["discrete"]))
 
 
 def _array(values) -> dict:
