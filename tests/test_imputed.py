@@ -134,3 +134,10 @@ def test_a_saved_predictive_keeps_one_number_where_a_row_or_column_repeats(post,
     np.testing.assert_array_equal(back.weights, post["y"].predictive.weights)
     for a, b in zip(back.params, post["y"].predictive.params):
         np.testing.assert_array_equal(a, b)
+
+
+def test_draws_output_has_columns_for_the_empty_cells_only(post):
+    """`--draws-output` wrote a column of NaN for every observed cell of a partially observed y."""
+    columns = post.draw_columns(4, seed=0)
+    assert [c for c in columns if c.startswith("y[")] == ["y[3]", "y[5]"]
+    np.testing.assert_array_equal(columns["y[3]"], post.draws(4, seed=0)["y"][:, 2])

@@ -83,12 +83,15 @@ class Posterior:
 
     def draw_columns(self, n: int, seed=None) -> dict:
         """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values
-        (a latent category's as 1-based codes)."""
+        (a latent category's as 1-based codes); a partially observed variable's empty cells only
+        (its observed cells are data: no column of NaN)."""
         columns = {}
         for name, values in self.draws(n, seed).items():
-            index = np.argwhere(np.ones(values.shape[1:], dtype=bool))
-            values = coded(self.marginals[name], values)
-            columns.update(zip(self.labels(name, index), values.reshape(n, len(index)).T.tolist()))
+            mask = getattr(self.marginals[name], "observed_mask", None)
+            drawn = np.ones(values.shape[1:], dtype=bool) if mask is None else ~mask.reshape(values.shape[1:])
+            index = np.argwhere(drawn)
+            values = coded(self.marginals[name], values)[:, drawn]
+            columns.update(zip(self.labels(name, index), values.T.tolist()))
         return columns
 
     def summary(self, vars=None, rows_per_variable: int | None = None):  # noqa: A002
