@@ -182,3 +182,14 @@ def test_a_weighted_row_is_predicted_as_the_observations_it_stands_for():
     np.testing.assert_array_equal(pred.cells["died"]["count"], [np.nan, np.nan, 10.0, 2.5])
     assert pred["died"]["count"].tolist()[2:] == [10.0, 2.5]
     assert pred.table()["count"].tolist()[:2] == [10.0, 2.5]
+
+
+def test_new_rows_without_the_weight_column_count_once_each():
+    """New rows for a model with `data count: weight[N]` had to carry the weight column (E403),
+    though a new row is one observation unless it says otherwise: an absent weight column now
+    counts every row once, as a column of ones does."""
+    post = ppl.load("models/surgical.vim").infer("models/surgical.csv", seed=0)
+    new = pd.DataFrame({"hospital": ["HA", "HZ"], "died": [1, 0]})
+    ones = new.assign(count=1.0)
+    assert post.score(new).total == post.score(ones).total and post.score(new).count == 2
+    np.testing.assert_array_equal(post.predict(new.assign(died=np.nan)).cells["died"]["count"], [1.0, 1.0])

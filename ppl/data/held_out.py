@@ -76,6 +76,11 @@ def bind_new(model, data, levels: dict, group: str | None, na=None) -> NewData:
             cells[~present[:, i]] = fill
             table[column] = cells
         observed[name] = present if len(decl.type.dims) == 2 else present[:, 0]
+    rows = len(next(iter(table.values()))) if table else 0
+    for name in checked.data:  # an absent weight column: each new row is one observation
+        if checked.variables[name].elem == "weight":
+            for column in _response_columns(checked.data[name], list(table), checked, source):
+                table.setdefault(column, np.ones(rows))
     if rows_read.by_column:  # columns by their names, as a file gives them
         import pandas as pd
         table = pd.DataFrame(table)
