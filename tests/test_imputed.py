@@ -117,10 +117,10 @@ def test_the_predictive_of_some_cells_is_the_predictive_of_all_cut_to_them(path,
     fold = fold_in(post, model_of(post, None), frame, hold_all=True)
     only = np.array([4, 1, 3])
     some = response_mixture(fold.problem, fold.state, "y", only)
-    every = response_mixture(fold.problem, fold.state, "y").take(only)
-    np.testing.assert_array_equal(some.weights, every.weights)
+    every = response_mixture(fold.problem, fold.state, "y")
+    np.testing.assert_array_equal(some.weights, every.weights[only])
     for a, b in zip(some.params, every.params):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, b[only])
 
 
 def test_a_saved_predictive_keeps_one_number_where_a_row_or_column_repeats(post, tmp_path):

@@ -61,10 +61,6 @@ class Mixture:
         frozen = self._frozen()
         return np.maximum(self._weighted(frozen.var() + frozen.mean() ** 2) - self.mean() ** 2, 0.0)
 
-    def take(self, cells: np.ndarray) -> Mixture:
-        """The mixture of some cells only (an index or a mask over the cells)."""
-        return Mixture(self.dist, self.weights[cells], tuple(p[cells] for p in self.params), self.discrete)
-
     def sample(self, n: int, rng) -> np.ndarray:
         """n draws per cell, (n, cells): a component by its weight, then a draw of it."""
         cumulative = np.cumsum(self.weights, axis=1)
