@@ -112,7 +112,8 @@ def test_the_predictive_of_some_cells_is_the_predictive_of_all_cut_to_them(path,
         model, frame = ppl.load(f"models/{path}.vim"), pd.read_csv(f"models/{path}.csv")
     else:
         model = ppl.compile(text)
-        frame = pd.DataFrame({"y": [1.0, 2.0, -1.5, 0.5, -0.3, 1.1]} | ({"z": [1, 2, 1, 2, 1, 2]} if "z" in text else {}))
+        labels = {"z": [1, 2, 1, 2, 1, 2]} if "z" in text else {}
+        frame = pd.DataFrame({"y": [1.0, 2.0, -1.5, 0.5, -0.3, 1.1]} | labels)
     post = model.infer(frame, seed=0)
     fold = fold_in(post, model_of(post, None), frame, hold_all=True)
     only = np.array([4, 1, 3])

@@ -195,7 +195,8 @@ def _mixture(mixture) -> dict:
     it is the same along the other (a global τ's nodes and weights, a cell's mean): the file
     grows by about one number per component of an empty cell, not three."""
     return {"dist": mixture.dist.name, "discrete": mixture.discrete, "cells": len(mixture.weights),
-            "weights": _array(_constant_cut(mixture.weights)), "params": [_array(_constant_cut(p)) for p in mixture.params]}
+            "weights": _array(_constant_cut(mixture.weights)),
+            "params": [_array(_constant_cut(p)) for p in mixture.params]}
 
 
 def _constant_cut(a: np.ndarray) -> np.ndarray:

@@ -25,9 +25,9 @@ class Prediction:
     """`cells`: response → {mean, sd, q2.5, q97.5} arrays shaped like the response (NaN where the
     new data gave the cell), for a categorical response `probs`, P(y = k) per cell and class
     (shape + (K,)), and for a weighted response (`data count: weight[N]`) `count`, the
-    observations a cell stands for, each with the cell's predictive; `locals`: the fitted q of the new rows' local variables; the groups of the new
-    data (labels; `seen`: training index, −1 for a new group); `levels`: a `cat` response's
-    labels, by name."""
+    observations a cell stands for, each with the cell's predictive; `locals`: the fitted q of
+    the new rows' local variables; the groups of the new data (labels; `seen`: training index,
+    −1 for a new group); `levels`: a `cat` response's labels, by name."""
 
     cells: dict
     locals: dict
