@@ -122,7 +122,8 @@ def main(argv=None) -> int:
     for v in variables:  # every element, in the order of the posterior table: (chains, samples) each
         draws = np.asarray(samples[v]).reshape(args.chains, args.samples, -1)
         scalar = np.ndim(samples[v]) == 2
-        names += [v] if scalar else [f"{v}[{i + 1}]" for i in range(draws.shape[-1])]
+        labels = extra.get("levels") or range(1, draws.shape[-1] + 1)  # a group's level label, as ppl's tables
+        names += [v] if scalar else [f"{v}[{label}]" for label in labels]
         columns.append(draws)
     draws = np.concatenate(columns, axis=-1)
     rhat = np.asarray(split_gelman_rubin(draws))

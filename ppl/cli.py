@@ -101,7 +101,9 @@ def parser() -> argparse.ArgumentParser:
                        help="draw N samples from q (for --draws-output, or into FILE.nc: default 1000)")
     infer.add_argument("--draws-output", metavar="FILE.csv", help="where to write the draws")
     infer.add_argument("--vars", metavar="PATTERNS",
-                       help="variables to list, comma-separated glob patterns (default: all but long local ones)")
+                       help="variables to list, comma-separated glob patterns (default: all but long local ones); "
+                            "in --output: the rows of FILE.csv, the draws of FILE.nc; FILE.json keeps every "
+                            "variable (a loadable posterior) and records the patterns")
     infer.add_argument("--trace-terms", action="store_true",
                        help="record every factor's ELBO term after each sweep (for `ppl plot`)")
     infer.add_argument("--quiet", action="store_true", help="print nothing but errors and no progress bar")
@@ -207,15 +209,17 @@ def _infer(args, constants) -> int:
     finally:
         if progress is not None:
             progress.close()
-    if args.vars is not None:
-        from ppl.infer.selection import chosen
-        chosen(posterior, args.vars)  # a pattern of data with no missing cell: an error before anything is written
+    shown = args.vars
+    if args.vars is not None:  # a variable of the model this posterior does not hold: a note, not a lost run
+        from ppl.infer.selection import held
+        shown, notes = held(posterior, args.vars)
+        posterior.notes = list(posterior.notes) + notes
     if args.output:
-        write_posterior(posterior, args.output, args.vars, _draws(args), args.seed, _run_record(args, constants))
+        write_posterior(posterior, args.output, shown, _draws(args), args.seed, _run_record(args, constants))
     if args.draws_output:
         write_draws(posterior, _draws(args), args.seed, args.draws_output)
     if not args.quiet:
-        sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}", args.vars))
+        sys.stdout.write(infer_report(posterior, f"model {args.model}, data {args.data}", shown))
     return EXIT_INTERRUPTED if posterior.interrupted else EXIT_OK
 
 
@@ -248,6 +252,8 @@ def _run_record(args, constants) -> dict:
         options["gaussian_block"] = args.gaussian_block
     if args.grid is not None:
         options["grid"] = args.grid
+    if args.vars is not None:  # what was listed: the document itself keeps every variable
+        options["vars"] = args.vars
     return {"ppl": __version__, "seed": args.seed, "options": options,
             "inputs": {"model": args.model, "data": args.data}}
 

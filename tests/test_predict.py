@@ -397,7 +397,7 @@ def test_lda_words_are_scored_by_their_topic_mixture():
     r = fold.state.moments("z")[:, :beta.shape[0]]
     codes = np.asarray(fold.new.dataset.arrays["word"])
     np.testing.assert_allclose(score.rows, np.log(np.sum(r * beta[:, codes].T, axis=1)), rtol=1e-12)
-    np.testing.assert_allclose(mixture.logpdf(codes), np.log(mixture._table()[np.arange(len(codes)), codes]),
+    np.testing.assert_allclose(mixture.logpdf(codes), np.log(mixture.probabilities()[np.arange(len(codes)), codes]),
                                rtol=1e-12)
 
 

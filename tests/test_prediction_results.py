@@ -104,3 +104,92 @@ def test_bad_seed_or_model_arguments_of_predict_are_located_errors():
             call(new, model=123)
         assert info.value.code == "E001" and info.value.message == "cannot read a model from an int: give the path " \
                                                                   "of a .vim file or a ppl.Model"
+
+
+def test_a_categorical_prediction_gives_every_class_probability_and_the_most_probable_class():
+    """`y ~ Categorical(p)`, p ~ Dirichlet(1, 1, 1): the predictive of a new cell is E[p] =
+    (1 + counts) / (3 + N), the class probabilities a classifier's user wants; predict gave only
+    the mean and sd of the level number. They are `cells["y"]["probs"]`, and `pred["y"]` and the
+    table (the CSV of `ppl predict -o`) have a `p[label]` column per class and the `mode`."""
+    model = ppl.compile("data y: cat(K)[N]\np ~ Dirichlet(ones(K))\ny ~ Categorical(p)\n")
+    post = model.infer(pd.DataFrame({"y": ["a"] * 5 + ["b"] * 2 + ["c"] * 1}), seed=0)
+    pred = post.predict(pd.DataFrame({"y": [np.nan, "b", np.nan]}))
+    exact = np.array([6.0, 3.0, 2.0]) / 11.0
+    probs = pred.cells["y"]["probs"]
+    assert probs.shape == (3, 3) and np.isnan(probs[1]).all()
+    np.testing.assert_allclose(probs[[0, 2]], [exact, exact], rtol=1e-12)
+    np.testing.assert_allclose(pred.cells["y"]["mean"][0], exact @ [1, 2, 3], rtol=1e-12)
+    frame = pred["y"]
+    assert list(frame.columns) == ["mean", "sd", "q2.5", "q97.5", "mode", "p[a]", "p[b]", "p[c]"]
+    assert frame["mode"][[0, 2]].tolist() == ["a", "a"] and frame["mode"].isna().tolist() == [False, True, False]
+    np.testing.assert_allclose(frame.loc[2, ["p[a]", "p[b]", "p[c]"]].to_numpy(dtype=float), exact, rtol=1e-12)
+    table = pred.table()
+    assert table["variable"].tolist() == ["y[1]", "y[3]"] and table["mode"].tolist() == ["a", "a"]
+    np.testing.assert_allclose(table[["p[a]", "p[b]", "p[c]"]].to_numpy(dtype=float), [exact, exact], rtol=1e-12)
+
+
+def test_softmax_class_probabilities_are_the_averaged_softmax_and_give_the_mean(tmp_path, capsys):
+    """Iris under a softmax regression: every row's class probabilities sum to 1, their level
+    average is the predictive mean, and `ppl predict -o` writes them by species."""
+    frame = pd.read_csv("models/multinomial_logistic.csv")
+    post = ppl.load("models/multinomial_logistic.vim").infer(frame, seed=0)
+    new = frame.iloc[[0, 60, 120]].assign(species=np.nan)
+    pred = post.predict(new)
+    probs = pred.cells["y"]["probs"]
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(probs @ [1, 2, 3], pred.cells["y"]["mean"], rtol=1e-12)
+    assert pred["y"]["mode"].tolist() == ["setosa", "versicolor", "virginica"]
+    post.save(tmp_path / "post.json")
+    new.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "models/multinomial_logistic.vim", str(tmp_path / "post.json"), str(tmp_path / "new.csv"),
+                 "-o", str(tmp_path / "pred.csv")]) == 0
+    report = capsys.readouterr().out.splitlines()
+    assert report[2].split() == ["variable", "kind", "mean", "sd", "2.5%", "97.5%", "mode", "p(mode)"]
+    assert report[4].split()[-2:] == ["setosa", f"{probs[0].max():.4g}"]
+    written = pd.read_csv(tmp_path / "pred.csv")
+    assert list(written.columns[6:]) == ["mode", "p[setosa]", "p[versicolor]", "p[virginica]"]
+    np.testing.assert_allclose(written.iloc[:, 7:].to_numpy(), probs, rtol=1e-9)
+
+
+def test_a_numeric_missing_token_matches_new_rows_by_value(tmp_path):
+    """`predict(new, na="-999")` marked the text `-999` only: a CSV cell `-999.0`, or a
+    DataFrame's number -999, was taken as an observed response (nothing predicted) and a
+    covariate's as a value. Every source now matches a token that reads as a number by value."""
+    post = ppl.load("models/linear_regression.vim").infer("models/linear_regression.csv", seed=0)
+    path = tmp_path / "new.csv"
+    path.write_text("x1,x2,x3,y\n0.1,0.2,0.3,-999.0\n0.1,0.2,0.3,-999\n0.1,0.2,0.3,1.5\n")
+    frame = pd.read_csv(path)
+    for data in (path, frame, {"X": frame[["x1", "x2", "x3"]].to_numpy(), "y": frame["y"].to_numpy()}):
+        assert np.isnan(post.predict(data, na="-999").cells["y"]["mean"]).tolist() == [False, False, True]
+    path.write_text("x1,x2,x3,y\n-999.0,0.2,0.3,\n")
+    with pytest.raises(ppl.DataError) as info:
+        post.predict(path, na=-999)
+    assert info.value.code == "E410" and info.value.column == "x1"
+
+
+def test_a_weighted_row_is_predicted_as_the_observations_it_stands_for():
+    """`data count: weight[N]`: an empty response cell of a row standing for 10 observations was
+    predicted as one, with nothing saying so, while score counts the row 10 times. The row's
+    predictive is each of its observations' (the expanded data's 10 identical rows), and `count`
+    (in `cells`, `pred["died"]` and the table) says how many observations it stands for."""
+    post = ppl.load("models/surgical.vim").infer("models/surgical.csv", seed=0)
+    new = pd.DataFrame({"hospital": ["HZ", "HZ", "HZ", "HA"], "died": [1, 0, np.nan, np.nan],
+                        "count": [3, 47, 10, 2.5]})
+    pred = post.predict(new)
+    expanded = new.loc[new.index.repeat([3, 47, 10, 1])].assign(count=1.0)
+    single = post.predict(expanded)
+    np.testing.assert_allclose(pred.cells["died"]["mean"][2:], single.cells["died"]["mean"][[50, 60]], rtol=1e-10)
+    np.testing.assert_array_equal(pred.cells["died"]["count"], [np.nan, np.nan, 10.0, 2.5])
+    assert pred["died"]["count"].tolist()[2:] == [10.0, 2.5]
+    assert pred.table()["count"].tolist()[:2] == [10.0, 2.5]
+
+
+def test_new_rows_without_the_weight_column_count_once_each():
+    """New rows for a model with `data count: weight[N]` had to carry the weight column (E403),
+    though a new row is one observation unless it says otherwise: an absent weight column now
+    counts every row once, as a column of ones does."""
+    post = ppl.load("models/surgical.vim").infer("models/surgical.csv", seed=0)
+    new = pd.DataFrame({"hospital": ["HA", "HZ"], "died": [1, 0]})
+    ones = new.assign(count=1.0)
+    assert post.score(new).total == post.score(ones).total and post.score(new).count == 2
+    np.testing.assert_array_equal(post.predict(new.assign(died=np.nan)).cells["died"]["count"], [1.0, 1.0])

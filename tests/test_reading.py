@@ -109,6 +109,20 @@ def test_a_missing_token_marks_numeric_cells_of_a_dataframe_dict_or_parquet(na, 
         assert dataset.arrays["y"].tolist() == [2.0, 0.0, 4.0]
 
 
+def test_a_numeric_missing_token_matches_a_csv_number_by_value(tmp_path, monkeypatch):
+    """`--na -999` matched the text `-999` only: a CSV cell `-999.0` or `-9.99e2` was fitted as
+    data, silently. A numeric column's cells match a token that reads as a number by value, in
+    both readers and in a streamed pass; a text column still matches texts."""
+    from ppl.data.stream import GroupedSource
+    path = csv_file(tmp_path, "x,y\n1,2\n2,-999.0\n3,-9.99e2\n4,-999\n5,4\n")
+    for dataset in both_readers(monkeypatch, RESPONSE, path, na="-999"):
+        assert dataset.masks["y"].tolist() == [True, False, False, False, True]
+    streamed = GroupedSource.open(RESPONSE, path, None, na=["-999"])
+    assert streamed.take(np.arange(5)).masks["y"].tolist() == [True, False, False, False, True]
+    codes = csv_file(tmp_path, "c\na\n-999.0\n-999\nb\n")
+    assert CATS.bind(codes, na="-999").levels["c"] == ["-999.0", "a", "b"]
+
+
 def test_dataframe_and_parquet_bind_as_their_csv(tmp_path):
     path = csv_file(tmp_path, "x,k,b,g,y\n0.5,1,true,north,1.0\n-10,2,0,south,NA\n2,3,FALSE,north,2.5\n")
     from_csv = MODEL.bind(path)

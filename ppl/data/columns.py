@@ -23,14 +23,19 @@ def na_tokens(extra=None) -> tuple[str, ...]:
 def numeric_missing(values: np.ndarray, na: tuple) -> np.ndarray:
     """A numeric column of a DataFrame or dict (no cell texts) with NaN where a missing-value
     token reads as the cell's number (`na=["-999"]` marks -999.0); pandas' tokens are all text."""
+    numbers = token_numbers(na)
+    return np.where(np.isin(values, numbers), np.nan, values) if numbers else values
+
+
+def token_numbers(na: tuple) -> list:
+    """The finite numbers that missing-value tokens read as (`-999` for "-999")."""
     numbers = []
     for token in na:
         try:
             numbers.append(float(token))
         except ValueError:
             continue
-    numbers = [v for v in numbers if np.isfinite(v)]
-    return np.where(np.isin(values, numbers), np.nan, values) if numbers else values
+    return [v for v in numbers if np.isfinite(v)]
 
 
 @dataclass(frozen=True)

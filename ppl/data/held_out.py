@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ppl.data.binding import Dataset, _columns
-from ppl.data.columns import na_tokens
+from ppl.data.columns import na_tokens, token_numbers
 from ppl.data.table import read_csv_text
 from ppl.diagnostics import DataError
 
@@ -51,8 +51,9 @@ def read_new(data, na=None) -> NewRows:
     (`bind_new`: a grid posterior binds the same rows to every part's model)."""
     if isinstance(data, NewRows):
         return data
-    columns, source = _table(data, na)
-    return NewRows(columns, source, not isinstance(data, dict))
+    columns, source = _table(data)
+    tokens = na_tokens(na)
+    return NewRows({k: _tokens_empty(v, tokens) for k, v in columns.items()}, source, not isinstance(data, dict))
 
 
 def bind_new(model, data, levels: dict, group: str | None, na=None) -> NewData:
@@ -75,6 +76,11 @@ def bind_new(model, data, levels: dict, group: str | None, na=None) -> NewData:
             cells[~present[:, i]] = fill
             table[column] = cells
         observed[name] = present if len(decl.type.dims) == 2 else present[:, 0]
+    rows = len(next(iter(table.values()))) if table else 0
+    for name in checked.data:  # an absent weight column: each new row is one observation
+        if checked.variables[name].elem == "weight":
+            for column in _response_columns(checked.data[name], list(table), checked, source):
+                table.setdefault(column, np.ones(rows))
     if rows_read.by_column:  # columns by their names, as a file gives them
         import pandas as pd
         table = pd.DataFrame(table)
@@ -82,7 +88,7 @@ def bind_new(model, data, levels: dict, group: str | None, na=None) -> NewData:
     return _recode(checked, dataset, levels, group, observed)
 
 
-def _table(data, na) -> tuple:
+def _table(data) -> tuple:
     """Columns by name (object arrays for text, float arrays for numbers) and the source name."""
     import pandas as pd
     if isinstance(data, dict):
@@ -92,20 +98,33 @@ def _table(data, na) -> tuple:
         if not path.is_file():
             raise DataError("E400", f"no data file at {path}", source=str(data))
         if path.suffix != ".parquet":
-            return _read_csv(path, str(data), na), str(data)
+            return _read_csv(path, str(data)), str(data)
         frame, source = pd.read_parquet(path), str(data)
     else:
         frame, source = data, "DataFrame"
     return {str(c): frame[c].to_numpy(dtype=object) for c in frame.columns}, source
 
 
-def _read_csv(path: Path, name: str, na) -> dict:
-    """The new rows as `ppl infer` reads them (ppl.data.table: a short row is E402 at its line, a
-    blank line a row of empty cells), with the missing-value tokens (`na_tokens`) as empty cells."""
+def _read_csv(path: Path, name: str) -> dict:
+    """The new rows' text cells as `ppl infer` reads them (ppl.data.table: a short row is E402 at
+    its line, a blank line a row of empty cells)."""
+    return read_csv_text(path.read_bytes(), name).columns
+
+
+def _tokens_empty(cells, tokens: tuple):
+    """`cells` with None where a missing-value token is: a cell's text, or a number a token reads
+    as (`-999.0` and -999 for "-999"), as `ppl infer` reads a numeric column. Unchanged when no
+    cell is one."""
     import pandas as pd
-    tokens = na_tokens(na)
-    return {column: np.where(pd.Series(cells).isin(tokens).to_numpy(), None, cells)
-            for column, cells in read_csv_text(path.read_bytes(), name).columns.items()}
+    cells = np.asarray(cells)
+    series = pd.Series(cells.reshape(-1).astype(object))
+    text = series.astype(str).str.strip()
+    numbers = token_numbers(tokens)
+    empty = (text.isin(tokens) & series.notna()) | (pd.to_numeric(series, errors="coerce").isin(numbers)
+                                                    if numbers else False)
+    if not empty.any():
+        return cells
+    return np.where(empty.to_numpy(), None, series.to_numpy()).reshape(cells.shape)
 
 
 def _missing(cells) -> np.ndarray:

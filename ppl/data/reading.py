@@ -75,7 +75,7 @@ class CsvReader:
                 raise unreadable(exc, self.name) from None
         return read_csv_text(content, self.name)
 
-    def read(self, plan: dict, kinds: dict) -> dict:
+    def _read(self, plan: dict, kinds: dict) -> dict:
         if self.text is None:
             try:
                 return self._arrow(plan, kinds)
@@ -83,6 +83,13 @@ class CsvReader:
                 locate_malformed(self.path, self.name)
                 self.text = self._text()
         return by_declaration(plan, {c: _text_column(self.text.columns[c], kinds[c], self.na) for c in kinds})
+
+    def read(self, plan: dict, kinds: dict) -> dict:
+        """{name: raw}: a numeric column's cells that read as a missing-value token's number are
+        missing (`-999.0` for `--na -999`), as in a DataFrame or a Parquet file."""
+        return {name: [numeric_missing(v, self.na) if isinstance(v, np.ndarray) else v for v in raw]
+                if isinstance(raw, list) else numeric_missing(raw, self.na)
+                for name, raw in self._read(plan, kinds).items()}
 
     def _arrow(self, plan: dict, kinds: dict) -> dict:
         """Columns typed by pyarrow; a column that fails to convert is read again as text, and a
@@ -209,14 +216,15 @@ def _columns_of(table, kinds: dict, na: tuple) -> dict:
     """The columns of a pyarrow table as arrays, each Arrow column released once converted."""
     found = {}
     for column in kinds:
-        found[column] = parquet_column(table.column(column), na)
+        found[column] = typed_column(table.column(column), na)
         table = table.drop_columns([column])
     return found
 
 
-def parquet_column(chunked, na: tuple):
-    """A Parquet column as `arrow_column` reads it; a numeric one has no cell texts, so a token
-    that reads as a number marks its cells (as in a DataFrame)."""
+def typed_column(chunked, na: tuple):
+    """A column as `arrow_column` reads it; a numeric one (Parquet's, or a CSV's read as numbers)
+    has no cell texts, so a token that reads as a number marks its cells by value (as in a
+    DataFrame)."""
     values = arrow_column(chunked, na)
     return numeric_missing(values, na) if isinstance(values, np.ndarray) else values
 

@@ -19,7 +19,7 @@ import numpy as np
 from ppl.data.binding import (Dataset, _bind_sizes, _categories, _convert, column_kinds,
                               covariate_has_no_missing, plan_columns)
 from ppl.data.columns import Coded, LabelIndex, na_tokens
-from ppl.data.reading import NUMERIC, arrow_column, open_data, parquet_column, unreadable
+from ppl.data.reading import NUMERIC, open_data, typed_column, unreadable
 from ppl.data.support import check_support
 from ppl.data.table import locate_malformed
 from ppl.diagnostics import DataError
@@ -179,7 +179,7 @@ class _Pass:
         """Tables of columns ({column: float64 or Coded}) of about `chunk_rows` rows each."""
         if not hasattr(self.reader, "options"):  # Parquet: by row groups
             for batch in self.reader.file.iter_batches(batch_size=chunk_rows, columns=list(types)):
-                yield {c: parquet_column(_chunked(batch.column(c)), self.na) for c in types}
+                yield {c: typed_column(_chunked(batch.column(c)), self.na) for c in types}
             return
         import pyarrow.csv as pacsv
 
@@ -189,7 +189,7 @@ class _Pass:
         except OSError as exc:
             raise unreadable(exc, self.name) from None
         for batch in stream:
-            yield {c: arrow_column(_chunked(batch.column(c)), self.na) for c in types}
+            yield {c: typed_column(_chunked(batch.column(c)), self.na) for c in types}
 
     def _chunk(self, table: dict) -> None:
         present = np.zeros(len(next(iter(table.values()))), dtype=bool)

@@ -16,7 +16,9 @@ from ppl.families.base import Marginal, chol_inverse, qs_column
 
 
 class FamilyMarginal:
-    """q of one variable in an exponential family (natural parameters with plate axes)."""
+    """q of one variable in an exponential family (natural parameters with plate axes). For a
+    partially observed data variable (`observed_mask`) the observed cells are data, not in q:
+    NaN in every statistic and draw."""
 
     def __init__(self, family, natural: np.ndarray, observed_mask=None):
         self.family = family
@@ -29,20 +31,64 @@ class FamilyMarginal:
 
     @property
     def mean(self) -> np.ndarray:
-        return self.family.mean(self.natural)
+        return self._unobserved(self.family.mean(self.natural))
 
     @property
     def sd(self) -> np.ndarray:
-        return self.family.sd(self.natural)
+        return self._unobserved(self.family.sd(self.natural))
 
     def quantiles(self, qs) -> np.ndarray:
-        return self.family.quantiles(self.natural, np.asarray(qs))
+        return self._unobserved(self.family.quantiles(self.natural, np.asarray(qs)), lead=1)
 
     def draws(self, n: int, rng) -> np.ndarray:
-        return self.family.sample(self.natural, rng, n)
+        return self._unobserved(self.family.sample(self.natural, rng, n), lead=1)
 
     def params(self) -> dict:
         return self.family.params(self.natural)
+
+    def _unobserved(self, values, lead: int = 0):
+        """`values` (`lead` axes, then the plates, then any event axes) NaN at observed cells."""
+        mask = self.observed_mask
+        if mask is None or np.ndim(values) < lead + mask.ndim:  # quantiles a family does not have
+            return values
+        where = mask.reshape((1,) * lead + mask.shape + (1,) * (values.ndim - lead - mask.ndim))
+        return np.where(where, np.nan, values)
+
+
+class ImputedMarginal(FamilyMarginal):
+    """A partially observed response whose empty cells are reported by their posterior predictive
+    under q (`predictive`: a `ppl.infer.predict.predictive.Mixture` over the empty cells in
+    row-major order, as `predict` computes it), not by q's own factor: under mean field q(y) =
+    N(E[η], 1/E[τ]) leaves out Var[η] and the spread of τ. `natural` stays q's own."""
+
+    def __init__(self, family, natural: np.ndarray, observed_mask, predictive):
+        super().__init__(family, natural, observed_mask)
+        self.predictive = predictive
+
+    @property
+    def name(self) -> str:
+        return "predictive"
+
+    def _at_empty(self, values, lead: int = 0) -> np.ndarray:
+        """Arrays (lead..., empty cells) placed into the variable's shape, NaN at observed cells."""
+        values = np.asarray(values, dtype=float)
+        out = np.full(values.shape[:lead] + self.observed_mask.shape, np.nan)
+        out[(slice(None),) * lead + (~self.observed_mask,)] = values
+        return out
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self._at_empty(self.predictive.mean())
+
+    @property
+    def sd(self) -> np.ndarray:
+        return self._at_empty(np.sqrt(self.predictive.var()))
+
+    def quantiles(self, qs) -> np.ndarray:
+        return self._at_empty([self.predictive.quantile(q) for q in np.atleast_1d(qs)], lead=1)
+
+    def draws(self, n: int, rng) -> np.ndarray:
+        return self._at_empty(self.predictive.sample(n, rng), lead=1)
 
 
 class KernelMarginal(FamilyMarginal):

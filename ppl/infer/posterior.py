@@ -16,7 +16,7 @@ import numpy as np
 
 from ppl.infer import selection
 from ppl.infer.factors.joint import group_key
-from ppl.infer.marginals import FamilyMarginal, JointDraws, KernelMarginal
+from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws, KernelMarginal
 from ppl.infer.state import NumericalBreakdown
 
 QUANTILES = (0.025, 0.975)
@@ -67,7 +67,8 @@ class Posterior:
     def draws(self, n: int, seed=None, vars=None) -> dict:  # noqa: A002
         """`n` joint draws from q, by variable: arrays of shape (n,) + the variable's shape;
         `vars` (glob patterns) keeps some variables (all by default). A partially observed data
-        variable is drawn at its empty cells and NaN at the observed ones (data, not in q)."""
+        variable is drawn at its empty cells (from their predictive) and NaN at the observed ones
+        (data, not in q)."""
         names = list(self.marginals) if vars is None else selection.chosen(self, vars)
         check_draws(n)
         rng = draws_rng(seed)
@@ -78,20 +79,19 @@ class Posterior:
         for name in names:
             if name not in draws:
                 draws[name] = self.marginals[name].draws(n, rng)
-            mask = getattr(self.marginals[name], "observed_mask", None)
-            if mask is not None:
-                where = mask.reshape((1,) + mask.shape + (1,) * (draws[name].ndim - 1 - mask.ndim))
-                draws[name] = np.where(where, np.nan, draws[name])
         return {name: draws[name] for name in names}
 
     def draw_columns(self, n: int, seed=None) -> dict:
         """`draws` by element, as the `--draws-output` table: label (`mu[1,2]`) → list of n values
-        (a latent category's as 1-based codes)."""
+        (a latent category's as 1-based codes); a partially observed variable's empty cells only
+        (its observed cells are data: no column of NaN)."""
         columns = {}
         for name, values in self.draws(n, seed).items():
-            index = np.argwhere(np.ones(values.shape[1:], dtype=bool))
-            values = coded(self.marginals[name], values)
-            columns.update(zip(_labels(name, index), values.reshape(n, len(index)).T.tolist()))
+            mask = getattr(self.marginals[name], "observed_mask", None)
+            drawn = np.ones(values.shape[1:], dtype=bool) if mask is None else ~mask.reshape(values.shape[1:])
+            index = np.argwhere(drawn)
+            values = coded(self.marginals[name], values)[:, drawn]
+            columns.update(zip(self.labels(name, index), values.T.tolist()))
         return columns
 
     def summary(self, vars=None, rows_per_variable: int | None = None):  # noqa: A002
@@ -122,11 +122,22 @@ class Posterior:
                 q = np.full((len(levels),) + mean.shape, np.nan)
             reported = self.reported(name)
             index = np.argwhere(reported)[:rows_per_variable]
-            table["variable"] += _labels(name, index)
+            table["variable"] += self.labels(name, index)
             table["family"] += [m.name] * len(index)
             for column, values in zip(list(table)[2:], (mean, sd, *q)):
                 table[column] += values[reported][:rows_per_variable].tolist()
         return table
+
+    def labels(self, name: str, index: np.ndarray) -> list[str]:
+        """Labels of elements (rows of 0-based indices): on an axis that counts the levels of a
+        `cat` column its level's label (`a[site_a]`, ArviZ's coordinate), else 1-based numbers."""
+        levels = [self.coords.get(dim) for dim in self.dims.get(name, ())]
+        if not any(isinstance(c, list) and c and isinstance(c[0], str) for c in levels):
+            return _labels(name, index)
+        def element(axis, i):
+            labels = levels[axis] if axis < len(levels) else None
+            return str(labels[i]) if isinstance(labels, list) and i < len(labels) else str(i + 1)
+        return [f"{name}[{','.join(element(a, i) for a, i in enumerate(row))}]" for row in index.tolist()]
 
     def reported(self, name: str) -> np.ndarray:
         """Which elements of `mean` a table lists: all of a latent variable but its switched-off
@@ -284,7 +295,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
             q[name] = KernelMarginal(problem.families[name], kernel)
         elif name in state.natural:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
-            q[name] = FamilyMarginal(problem.families[name], nat, problem.dataset.masks.get(name))
+            q[name] = _own(problem, state, name, nat)
     joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
                         state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
@@ -302,6 +313,21 @@ def build_posterior(problem, run, analysis) -> Posterior:
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
                      run.convergence, run.interrupted)
+
+
+def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:
+    """q of a variable; a partially observed response whose predictive `predict` computes as a
+    `Mixture` (not a categorical's class table) reports its empty cells by that predictive."""
+    family, mask = problem.families[name], problem.dataset.masks.get(name)
+    f = next((f for f in problem.factors if mask is not None and f.factor.target.name == name), None)
+    if f is None or f.factor.dist.name in ("Categorical", "OrderedLogistic"):
+        return FamilyMarginal(family, natural, mask)
+    from ppl.infer.predict.predictive import predicted, response_mixture  # scipy.stats: only here
+    if not predicted(problem, f):
+        return FamilyMarginal(family, natural, mask)
+    if type(f).__name__ == "JointGaussian":  # a vector response: predicted by whole rows
+        return FamilyMarginal(family, natural, mask)
+    return ImputedMarginal(family, natural, mask, response_mixture(problem, state, name, ~mask.reshape(-1)))
 
 
 def assemble(order: list, q: dict, joint: list) -> dict:

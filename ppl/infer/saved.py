@@ -23,7 +23,7 @@ import numpy as np
 
 from ppl import families as fam
 from ppl.diagnostics import ModelError, OptionError, Source, Span
-from ppl.infer.marginals import FamilyMarginal, JointDraws
+from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws
 
 FORMAT = "ppl-posterior/1"
 _DAMAGED = "the file was changed or cut short since ppl wrote it: save the posterior again"
@@ -41,7 +41,8 @@ def document(posterior) -> dict:
     doc["q"] = {
         "order": list(posterior.marginals),
         "variables": {name: {"family": _family(m.family), "natural": _natural(m),
-                             "observed": None if m.observed_mask is None else _array(m.observed_mask)}
+                             "observed": None if m.observed_mask is None else _array(m.observed_mask),
+                             **({"predictive": _mixture(m.predictive)} if isinstance(m, ImputedMarginal) else {})}
                       for name, m in posterior.marginals.items() if isinstance(m, FamilyMarginal)
                       and not any(name in (g.mean, g.precision) for g in posterior.joint)},
         "joint": [{"mean": g.mean, "precision": g.precision, "family": _family(g.family),
@@ -107,8 +108,9 @@ def rebuild(doc: dict, path, at: str = "", origin: dict | None = None):
         with entry(path, f"{at}q.variables.{name}"):
             family, natural = _unfamily(v["family"]), _unnatural(v["natural"], summary[name])
             family.check_valid(natural)  # an edited entry: a q outside its family is E800 here, not nonsense later
-            own[name] = FamilyMarginal(family, natural,
-                                       None if v["observed"] is None else _unarray(v["observed"]).astype(bool))
+            observed = None if v["observed"] is None else _unarray(v["observed"]).astype(bool)
+            own[name] = FamilyMarginal(family, natural, observed) if "predictive" not in v else \
+                ImputedMarginal(family, natural, observed, _unmixture(v["predictive"]))
     with entry(path, f"{at}q.joint"):
         joint = [JointDraws(g["mean"], g["precision"], _unfamily(g["family"]), _unarray(g["natural"]),
                             g["scalar"]) for g in q["joint"]]
@@ -178,9 +180,43 @@ def _natural(marginal):
 
 def _unnatural(spec: dict, summary: dict) -> np.ndarray:
     if "log" in spec:
-        with np.errstate(divide="ignore"):
-            return np.log(np.asarray(summary[spec["log"]], dtype=float))
+        with np.errstate(divide="ignore"):  # an observed cell's mean is NaN (data): any q will do there
+            return np.nan_to_num(np.log(np.asarray(summary[spec["log"]], dtype=float)), nan=0.0, posinf=np.inf,
+                                 neginf=-np.inf)
     return _unarray(spec)
+
+
+PREDICTIVES = ("norm", "t", "bernoulli", "binom", "betabinom", "nbinom", "poisson")  # scipy.stats names
+
+
+def _mixture(mixture) -> dict:
+    """An imputed cells' predictive (`ppl.infer.predict.predictive.Mixture`): its scipy.stats
+    family by name and its (cells, components) arrays, each cut to one row or one column where
+    it is the same along the other (a global τ's nodes and weights, a cell's mean): the file
+    grows by about one number per component of an empty cell, not three."""
+    return {"dist": mixture.dist.name, "discrete": mixture.discrete, "cells": len(mixture.weights),
+            "weights": _array(_constant_cut(mixture.weights)),
+            "params": [_array(_constant_cut(p)) for p in mixture.params]}
+
+
+def _constant_cut(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    if a.shape[0] > 1 and np.array_equal(a, np.broadcast_to(a[:1], a.shape), equal_nan=True):
+        a = a[:1]
+    if a.shape[1] > 1 and np.array_equal(a, np.broadcast_to(a[:, :1], a.shape), equal_nan=True):
+        a = a[:, :1]
+    return a
+
+
+def _unmixture(doc: dict):
+    from scipy import stats
+    from ppl.infer.predict.predictive import Mixture
+    if doc["dist"] not in PREDICTIVES:
+        raise ValueError(f"`{doc['dist']}` is not a predictive family")
+    arrays = [_unarray(doc["weights"])] + [_unarray(p) for p in doc["params"]]
+    shape = (int(doc["cells"]), max(a.shape[1] for a in arrays))
+    full = [np.broadcast_to(a, shape) for a in arrays]
+    return Mixture(getattr(stats, doc["dist"]), full[0], tuple(full[1:]), bool(doc["discrete"]))
 
 
 def _array(values) -> dict:

@@ -55,6 +55,22 @@ def matched(vars, names: list) -> list[str]:  # noqa: A002
     return wanted
 
 
+def held(posterior, vars) -> tuple[list | None, list[str]]:  # noqa: A002
+    """The patterns of `vars` (checked against the model's names before the fit) that match a
+    variable of the posterior (None if none does: the default listing), and a note for each that
+    does not: a local of a run that keeps the globals only, or data without an empty cell."""
+    kept, notes = [], []
+    for pattern in patterns(vars):
+        if any(fnmatchcase(n, pattern) for n in posterior.marginals):
+            kept.append(pattern)
+            continue
+        data = [n for n in getattr(posterior, "observed", ()) if fnmatchcase(n, pattern)]
+        why = "data without an empty cell have no q" if data else \
+            "a streamed or cluster run keeps the global variables only"
+        notes.append(f"--vars {pattern}: `{', '.join(data) or pattern}` is not in this posterior: {why}")
+    return kept or None, notes
+
+
 def component_counts(posterior, selector: str) -> np.ndarray:
     """Expected number of rows in each component: Σ_n q(z_n = k)."""
     probs = np.asarray(posterior.marginals[selector].mean, dtype=float)

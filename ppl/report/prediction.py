@@ -18,13 +18,23 @@ def prediction_report(prediction, title: str) -> str:
         lines.append(f"{len(seen)} groups of {prediction.group_dim}: {int(np.sum(seen >= 0))} seen in training "
                      f"(kept at their q), {int(np.sum(seen < 0))} new (fitted to their observed rows)")
     table = prediction.table()
+    header = ["variable", "kind", "mean", "sd", "2.5%", "97.5%"]
+    classes = "mode" in table.columns  # a categorical response: its most probable class and that class's p
+    if classes:
+        header += ["mode", "p(mode)"]
+        chance = table[[c for c in table.columns if c.startswith("p[")]].max(axis=1)
     rows = []
-    for variable, group in groupby(table.itertuples(index=False), key=lambda row: row[0].partition("[")[0]):
+    for variable, group in groupby(table.itertuples(), key=lambda row: row[1].partition("[")[0]):
         group = list(group)
-        rows += [[row[0], row[1], *map(number, row[2:])] for row in group[:ROWS_PER_VARIABLE]]
+        for row in group[:ROWS_PER_VARIABLE]:
+            cells = [row[1], row[2], *map(number, row[3:7])]
+            if classes:
+                mode = row[7]
+                cells += [mode, number(chance[row[0]])] if isinstance(mode, str) else ["", ""]
+            rows.append(cells)
         if len(group) > ROWS_PER_VARIABLE:
-            rows.append([f"(+{len(group) - ROWS_PER_VARIABLE} more)", "", "", "", "", ""])
-    lines += ["", format_table(["variable", "kind", "mean", "sd", "2.5%", "97.5%"], rows)] if rows else \
+            rows.append([f"(+{len(group) - ROWS_PER_VARIABLE} more)"] + [""] * (len(header) - 1))
+    lines += ["", format_table(header, rows)] if rows else \
         ["", "nothing to predict: the new data give every response cell and have no local variables"]
     return "\n".join(lines) + "\n"
 

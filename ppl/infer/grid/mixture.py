@@ -15,7 +15,7 @@ from scipy import special
 
 from ppl import families as fam
 from ppl.families.base import Marginal, qs_column
-from ppl.infer.marginals import FamilyMarginal, KernelMarginal
+from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, KernelMarginal
 
 BISECTIONS = 100  # halvings of the bracket at most; stops when every bracket is at rounding
 
@@ -30,12 +30,17 @@ def mixture_elbo(scores) -> tuple[float, np.ndarray]:
 
 def mixture(components: list, weights: np.ndarray):
     """The marginal Σ_j w_j q_j of one variable: a Categorical stays one (its probabilities
-    mixed), anything else a `MixtureMarginal`; None when its quantiles have no exact CDF."""
+    mixed), an imputed response's empty cells one predictive mixture, anything else a
+    `MixtureMarginal`; None when its quantiles have no exact CDF."""
     first = components[0]
     if isinstance(first, FamilyMarginal) and isinstance(first.family, fam.Categorical):
         probs = np.tensordot(weights, np.stack([c.mean for c in components]), 1)
         with np.errstate(divide="ignore"):
             return FamilyMarginal(first.family, np.log(probs), first.observed_mask)
+    if all(isinstance(c, ImputedMarginal) for c in components):  # empty cells: one mixture of the predictives
+        from ppl.infer.predict.predictive import mixed
+        return ImputedMarginal(first.family, first.natural, first.observed_mask,
+                               mixed([(w, c.predictive) for w, c in zip(weights, components)]))
     if any(_law(c) is None for c in components):
         return None
     return MixtureMarginal(components, weights)

@@ -13,7 +13,7 @@ from ppl.infer.engine import check_seed
 from ppl.infer.weights import element_counts
 
 from ppl.infer.predict.fold import fold_in
-from ppl.infer.predict.predictive import mixed, response_mixture
+from ppl.infer.predict.predictive import CategoricalMixture, mixed, response_mixture
 from ppl.infer.predict.result import Prediction, Score, local_marginals
 
 INTERVAL = (0.025, 0.975)
@@ -33,9 +33,15 @@ def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
             values = [mixture.mean(), np.sqrt(mixture.var())] + [mixture.quantile(q) for q in INTERVAL]
             cells[name] = {k: np.where(flat, v, np.nan).reshape(held.shape)
                            for k, v in zip(("mean", "sd", "q2.5", "q97.5"), values)}
+            weight = element_counts(model.checked, fold.new.dataset, {name: held.shape}).get(name)
+            if weight is not None:  # a weighted row: each of the observations it stands for has this predictive
+                cells[name]["count"] = np.where(held, weight.reshape(held.shape), np.nan)
+            if isinstance(mixture, CategoricalMixture):  # a class's probability, per cell and class
+                probs = mixture.probabilities()
+                cells[name]["probs"] = np.where(flat[:, None], probs, np.nan).reshape(held.shape + probs.shape[-1:])
     plates = {n: v.plates for n, v in model.checked.variables.items()}
     return Prediction(cells, _locals(folds), fold.new.group_labels, fold.new.seen,
-                      fold.plan.group_dim, plates, fold.new.dataset.source)
+                      fold.plan.group_dim, plates, fold.new.dataset.source, dict(fold.new.dataset.levels))
 
 
 def score(posterior, data, model=None, na=None, seed=0) -> Score:

@@ -61,6 +61,14 @@ class Mixture:
         frozen = self._frozen()
         return np.maximum(self._weighted(frozen.var() + frozen.mean() ** 2) - self.mean() ** 2, 0.0)
 
+    def sample(self, n: int, rng) -> np.ndarray:
+        """n draws per cell, (n, cells): a component by its weight, then a draw of it."""
+        cumulative = np.cumsum(self.weights, axis=1)
+        u = rng.random((n, len(self.weights), 1)) * cumulative[:, -1:]
+        j = np.minimum(np.sum(cumulative[None] < u, axis=-1), self.weights.shape[1] - 1)
+        cells = np.arange(len(self.weights))
+        return self.dist(*(p[cells, j] for p in self.params)).rvs(random_state=rng).astype(float)
+
     def logpdf(self, y: np.ndarray) -> np.ndarray:
         frozen = self._frozen()
         log = frozen.logpmf(y[:, None]) if self.discrete else frozen.logpdf(y[:, None])
@@ -99,15 +107,16 @@ class CategoricalMixture:
     probs: np.ndarray  # (cells or 1, J, K)
     offset: int = 0  # what the bound data hold for level 1: 0 for `cat` codes, 1 for `int` values
 
-    def _table(self) -> np.ndarray:
+    def probabilities(self) -> np.ndarray:
+        """P(y = k) per cell and level: (cells, K)."""
         return np.einsum("nj,njk->nk", self.weights, np.broadcast_to(self.probs, self.weights.shape + self.probs.shape[-1:]))
 
     def mean(self) -> np.ndarray:
-        return self._table() @ np.arange(1, self.probs.shape[-1] + 1)
+        return self.probabilities() @ np.arange(1, self.probs.shape[-1] + 1)
 
     def var(self) -> np.ndarray:
         levels = np.arange(1, self.probs.shape[-1] + 1)
-        table = self._table()
+        table = self.probabilities()
         return np.maximum(table @ levels ** 2 - (table @ levels) ** 2, 0.0)
 
     def logpdf(self, values: np.ndarray) -> np.ndarray:
@@ -120,7 +129,7 @@ class CategoricalMixture:
 
     def quantile(self, q: float) -> np.ndarray:
         """The smallest level whose cumulative probability reaches q."""
-        cumulative = np.cumsum(self._table(), axis=1)
+        cumulative = np.cumsum(self.probabilities(), axis=1)
         return 1.0 + np.argmax(cumulative >= q - 1e-12, axis=1)
 
 
@@ -209,8 +218,10 @@ def _offset(f) -> int:
     return 0 if f.model.variables[f.factor.target.name].elem == "cat" else 1
 
 
-def response_mixture(problem, state, name: str):
-    """The predictive of every element of response `name` (elements in the array's order)."""
+def response_mixture(problem, state, name: str, only=None):
+    """The predictive of every element of response `name` (elements in the array's order), or of
+    the elements `only` (a mask or indices, in that order): a scalar Normal response's mixture is
+    then computed for those cells alone (`_gaussian`), not for all and cut."""
     f = next(f for f in problem.factors if f.factor.target.name == name)
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
     shape = problem.shapes.get(name, np.shape(problem.dataset.arrays[name]))  # a response without a family: its data
@@ -218,6 +229,9 @@ def response_mixture(problem, state, name: str):
     order = f.target.gather(np.arange(elements, dtype=float).reshape(-1, 1)).reshape(-1)[:cells].astype(np.int64)
     at = np.empty(elements, dtype=np.int64)
     at[order] = np.arange(cells)
+    if only is not None:
+        at = at[only]
+    elements = len(at)
     if type(f).__name__ == "SoftmaxFactor":  # E_q[softmax(η)], the factor's own average over q(η)
         probs = f.predictive(state, np.ones(f.y.shape, dtype=bool))
         return CategoricalMixture(np.ones((elements, 1)), probs[at][:, None, :], _offset(f))
@@ -232,7 +246,10 @@ def response_mixture(problem, state, name: str):
     elif type(f).__name__ == "GLMFactor":
         weights, dist, params, discrete = _glm(f, state)
     else:
-        weights, dist, params, discrete = _gaussian(f, state)
+        rows = at if only is not None and np.ndim(f.precision.scale) == 0 else None
+        weights, dist, params, discrete = _gaussian(f, state, rows)
+        if rows is not None:  # already the cells asked for, in their order
+            cells, at = len(rows), np.arange(len(rows))
     weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, *(p.shape for p in params)))
     flat = [np.broadcast_to(a, weights.shape).reshape(cells, -1) for a in (weights,) + params]
     return Mixture(dist, flat[0][at], tuple(p[at] for p in flat[1:]), discrete)
@@ -294,16 +311,28 @@ def _gamma_nodes(shape, rate):
     return nodes, np.concatenate([du, du])
 
 
-def _gaussian(f, state):
-    """Components (a selector's q) × nodes of a Gamma precision: N(m, v + 1/τ)."""
-    m, v = margin(state, f.mean)
-    r = f.weights(state)
+def _at_rows(a, plate: tuple, rows) -> np.ndarray:
+    """`a` (broadcast to the plate, then any axes past the plate's) at the flat plate cells
+    `rows`: (rows,) + those axes."""
+    a = np.asarray(a)
+    tail = a.shape[len(plate):] if a.ndim > len(plate) else ()
+    return np.broadcast_to(a, plate + tail).reshape((-1,) + tail)[rows]
+
+
+def _gaussian(f, state, rows=None):
+    """Components (a selector's q) × nodes of a Gamma precision: N(m, v + 1/τ); `rows`: of those
+    flat plate cells only (the nodes of every other cell are never formed)."""
+    plate = f.plate.shape
+    def pick(a):
+        return a if rows is None else _at_rows(a, plate, rows)
+    m, v = (pick(a) for a in margin(state, f.mean))
+    r = pick(f.weights(state))
     precision = f.precision
     if precision.kind == "const":
-        tau = np.broadcast_to(precision.value, m.shape)[..., None]
+        tau = np.broadcast_to(pick(precision.value), m.shape)[..., None]
         node_weights = np.ones(1)
     else:
-        natural = precision.access.gather(state.natural[precision.access.name])
+        natural = pick(precision.access.gather(state.natural[precision.access.name]))
         tau, node_weights = _gamma_nodes(natural[..., 0] + 1.0, -natural[..., 1])
         tau = precision.scale * tau
     weights = (r[..., None] * node_weights).reshape(r.shape[:-1] + (-1,))

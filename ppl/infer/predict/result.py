@@ -23,8 +23,11 @@ def local_marginals(fold) -> dict:
 @dataclass
 class Prediction:
     """`cells`: response → {mean, sd, q2.5, q97.5} arrays shaped like the response (NaN where the
-    new data gave the cell); `locals`: the fitted q of the new rows' local variables; the groups
-    of the new data (labels; `seen`: training index, −1 for a new group)."""
+    new data gave the cell), for a categorical response `probs`, P(y = k) per cell and class
+    (shape + (K,)), and for a weighted response (`data count: weight[N]`) `count`, the
+    observations a cell stands for, each with the cell's predictive; `locals`: the fitted q of
+    the new rows' local variables; the groups of the new data (labels; `seen`: training index,
+    −1 for a new group); `levels`: a `cat` response's labels, by name."""
 
     cells: dict
     locals: dict
@@ -33,40 +36,56 @@ class Prediction:
     group_dim: str
     plates: dict  # variable -> plate names (for labels)
     source: str
+    levels: dict = field(default_factory=dict)
 
     def __getitem__(self, name: str):
         """A response's predictive as a DataFrame (one row per cell, NaN where given; a vector
-        response's cells indexed by (row, coordinate), 0-based as in `cells`), or a local's q."""
+        response's cells indexed by (row, coordinate), 0-based as in `cells`; a categorical one's
+        most probable class `mode` and a `p[label]` column per class), or a local's q."""
         if name in self.locals:
             return self.locals[name]
         import pandas as pd
         cell = self.cells[name]
         shape = cell["mean"].shape
         index = pd.MultiIndex.from_product([range(n) for n in shape]) if len(shape) > 1 else None
-        return pd.DataFrame({k: v.reshape(-1) for k, v in cell.items()}, index=index)
+        columns = {k: v.reshape(-1) for k, v in cell.items() if k != "probs"}
+        return pd.DataFrame({**columns, **self._classes(name, np.ones(shape, dtype=bool))}, index=index)
+
+    def _classes(self, name: str, at: np.ndarray) -> dict:
+        """A categorical response's `mode` (None where the cell was given) and `p[label]` columns
+        at the cells `at` (a mask); {} for other responses."""
+        probs = self.cells[name].get("probs")
+        if probs is None:
+            return {}
+        probs = probs[at]
+        labels = [str(label) for label in self.levels.get(name, range(1, probs.shape[-1] + 1))]
+        given = np.isnan(probs).any(axis=-1)
+        mode = [None if g else labels[k] for g, k in zip(given, np.argmax(np.nan_to_num(probs), axis=-1))]
+        return {"mode": mode, **{f"p[{label}]": probs[:, k] for k, label in enumerate(labels)}}
 
     def table(self):
         """One row per predicted cell and per element of a local (a DataFrame): `variable` labels
-        use the group labels on the group axis (`theta[doc_7]`) and 1-based rows elsewhere."""
+        use the group labels on the group axis (`theta[doc_7]`) and 1-based rows elsewhere; a
+        categorical response's rows add its `mode` and `p[label]` columns."""
         import pandas as pd
-        rows = {c: [] for c in COLUMNS}
+        blocks = []
         for name, cell in self.cells.items():
-            index = np.argwhere(~np.isnan(cell["mean"]))
-            rows["variable"] += self._labels(name, index)
-            rows["kind"] += ["predictive"] * len(index)
-            for column in COLUMNS[2:]:
-                rows[column] += cell[column][tuple(index.T)].tolist()
+            predicted = ~np.isnan(cell["mean"])
+            index = np.argwhere(predicted)
+            block = {"variable": self._labels(name, index), "kind": ["predictive"] * len(index)}
+            block.update({column: cell[column][predicted] for column in COLUMNS[2:] + ("count",) if column in cell})
+            blocks.append(pd.DataFrame({**block, **self._classes(name, predicted)}))
         for name, q in self.locals.items():
             mean, sd = np.asarray(q.mean, dtype=float), np.asarray(q.sd, dtype=float)
             quantiles = np.asarray(q.quantiles((0.025, 0.975)), dtype=float)
             if quantiles.shape[1:] != mean.shape:
                 quantiles = np.full((2,) + mean.shape, np.nan)
             index = np.argwhere(np.ones(mean.shape, dtype=bool))
-            rows["variable"] += self._labels(name, index)
-            rows["kind"] += [q.name] * len(index)
-            for column, values in zip(COLUMNS[2:], (mean, sd, quantiles[0], quantiles[1])):
-                rows[column] += values.reshape(-1).tolist()
-        return pd.DataFrame(rows, columns=list(COLUMNS))
+            block = {"variable": self._labels(name, index), "kind": [q.name] * len(index)}
+            block.update(zip(COLUMNS[2:], (v.reshape(-1) for v in (mean, sd, quantiles[0], quantiles[1]))))
+            blocks.append(pd.DataFrame(block))
+        blocks = [b for b in blocks if len(b)]
+        return pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame(columns=list(COLUMNS))
 
     def _labels(self, name: str, index: np.ndarray) -> list:
         from ppl.infer.posterior import _labels
