@@ -1,0 +1,86 @@
+"""Fast paths that skip work when their inputs allow it give the general path's numbers, and the
+general path still runs when they do not: the shared transition weights and the evidence spread
+of forward–backward (finite entries, or some −∞), and a Gaussian vector's squared error when its
+mean is the constant 0 (a GP prior)."""
+
+import numpy as np
+import pytest
+
+import ppl
+from ppl.families import forward_backward as fb
+
+GP = """
+data x: real[N]
+data y: bool[N]
+f ~ MvNormal(zeros(N), cov=rbf(x, 1.0, 1.0))
+for n in 1..N {
+  y[n] ~ Bernoulli(logistic(f[n]))
+}
+"""
+
+
+def _general_weights(pair, chains):
+    """`fb._weights` as one expression per case, with no shortcut: every row compared, the finite
+    entries' maximum and minimum."""
+    shared = pair[np.argmin(chains.starts)]
+    same = pair == shared
+    same[chains.firsts] = True
+    if same.all():
+        top = fb._finite_max(shared, axis=None)
+        return np.exp(shared - top), top, float(top - np.min(shared, where=np.isfinite(shared), initial=top))
+    top = fb._finite_max(pair, axis=(1, 2))
+    low = np.min(pair, axis=(1, 2), where=np.isfinite(pair), initial=np.inf)
+    return np.exp(pair - top[:, None, None]), top, float(np.max(top - low))
+
+
+@pytest.mark.parametrize("lengths", [[7], [4, 3, 5]])
+@pytest.mark.parametrize("case", ["finite", "zero move", "all -inf", "per row"])
+def test_shared_transition_weights_are_the_general_ones(lengths, case):
+    chains = fb.Chains.of(lengths)
+    rng = np.random.default_rng(len(lengths))
+    shared = rng.normal(size=(3, 3))
+    if case == "zero move":
+        shared[0, 2] = -np.inf
+    if case == "all -inf":
+        shared[:] = -np.inf
+    pair = np.broadcast_to(shared, (sum(lengths), 3, 3)).copy()
+    pair[chains.firsts] = rng.normal(size=(len(lengths), 3, 3))  # ignored: no move into a first row
+    if case == "per row":
+        pair[-1, 1, 1] += 1.0
+    got, want = fb._weights(pair, chains), _general_weights(pair, chains)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]) and got[2] == want[2]
+
+
+@pytest.mark.parametrize("low", [-3.0, -np.inf])
+def test_the_evidence_spread_is_the_finite_entries(low):
+    local = np.array([[0.0, -1.0, -2.5], [-0.5, 0.0, low], [0.0, 0.0, 0.0]])
+    assert fb._width(local) == -float(np.min(local, where=local > -np.inf, initial=0.0))
+    assert fb._width(local) == (2.5 if low == -np.inf else 3.0)
+
+
+def test_a_zero_mean_vector_prior_takes_its_second_moments_as_they_are(monkeypatch):
+    """The GP prior's E[(f − 0)(f − 0)ᵀ] is E[f fᵀ] itself: the fit is the one of the formula
+    written out (y2 − cross − crossᵀ + m2 with m = 0), to the bit."""
+    import ppl.infer.factors.gaussian as gaussian
+    rng = np.random.default_rng(5)
+    x = np.sort(rng.uniform(-3, 3, 25))
+    data = {"x": x, "y": (rng.random(25) < 1 / (1 + np.exp(-2 * np.sin(x)))).astype(int)}
+    shortcut, taken = gaussian.GaussianFactor._fresh_squared_error, []
+
+    def recorded(self, state):
+        taken.append(self._zero_mean)
+        return shortcut(self, state)
+
+    monkeypatch.setattr(gaussian.GaussianFactor, "_fresh_squared_error", recorded)
+    posterior = ppl.Model(GP).infer(data, seed=1)
+    assert taken and all(taken)
+
+    def general(self, state):
+        self._zero_mean = False
+        return shortcut(self, state)
+
+    monkeypatch.setattr(gaussian.GaussianFactor, "_fresh_squared_error", general)
+    again = ppl.Model(GP).infer(data, seed=1)
+    assert again.trace == posterior.trace
+    assert np.array_equal(again["f"].mean, posterior["f"].mean)
+    assert np.array_equal(again["f"].sd, posterior["f"].sd)
