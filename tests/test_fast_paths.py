@@ -84,3 +84,14 @@ def test_a_zero_mean_vector_prior_takes_its_second_moments_as_they_are(monkeypat
     assert again.trace == posterior.trace
     assert np.array_equal(again["f"].mean, posterior["f"].mean)
     assert np.array_equal(again["f"].sd, posterior["f"].sd)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 7])
+def test_a_chains_expected_output_is_numpys_sum_to_the_bit(k):
+    """Σ_k γ_tk E[W_k] column by column (ppl.infer.factors.factorial) is np.sum over the short
+    axis of the (T, K) products, which adds its entries first to last."""
+    from ppl.infer.factors.factorial import _expected
+    rng = np.random.default_rng(k)
+    gamma = rng.dirichlet(np.ones(k), size=50)
+    values = rng.normal(size=(1, k)) * 10.0 ** np.arange(-4, 4, 8 / k)[:k]
+    assert np.array_equal(_expected(gamma, values), np.sum(gamma * values, axis=-1))
