@@ -115,3 +115,34 @@ def test_one_chain_model_refitted_to_other_data_gives_the_fresh_answers():
         assert again.trace == fresh.trace
         for name in ("z", "pi", "A", "mu", "tau"):
             assert np.array_equal(again[name].mean, fresh[name].mean)
+
+
+def test_a_normal_gamma_is_solved_as_the_general_normal_wishart_to_the_bit():
+    """`NormalWishart(1).moments_and_entropy` on λ's columns gives the general path's moments and
+    entropy (params, _to_mean, _log_partition on 1 × 1 matrices), and refuses what it refuses."""
+    from ppl.families import normal_wishart as nw
+    family = nw.NormalWishart(1)
+
+    def general(nat):
+        p = family.params(nat)
+        logdet = nw.chol_logdet(nw._factor(p["scale"]))
+        mean = family._to_mean(p, logdet)
+        return mean, family._log_partition(p, logdet) - (nat * mean).sum(-1) - family.expected_log_base(nat)
+
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        shape = [(1,), (3,), (4, 2)][trial % 3]
+        nat = family.natural(mean=(rng.normal(size=shape) * 10.0 ** rng.integers(-3, 4))[..., None],
+                             beta=np.exp(3 * rng.normal(size=shape)), dof=1 + np.exp(3 * rng.normal(size=shape)),
+                             scale=np.exp(4 * rng.normal(size=shape))[..., None, None])
+        nat = nat * (1 + 1e-3 * rng.normal(size=nat.shape))
+        if trial % 10 == 0:
+            nat[..., 2] = 1.0  # −½ W⁻¹ − ½ β m² > 0: W not positive definite
+        try:
+            want = general(nat)
+        except np.linalg.LinAlgError:
+            with pytest.raises(np.linalg.LinAlgError):
+                family.moments_and_entropy(nat)
+            continue
+        got = family.moments_and_entropy(nat)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
