@@ -146,3 +146,14 @@ def test_a_normal_gamma_is_solved_as_the_general_normal_wishart_to_the_bit():
             continue
         got = family.moments_and_entropy(nat)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("k", [2, 3, 7])
+def test_a_dirichlets_moments_and_entropy_together_are_its_own_apart(k):
+    """`Dirichlet.moments_and_entropy` (what a state calls) is `to_mean` and `entropy`, to the bit."""
+    from ppl.families import Dirichlet
+    family, rng = Dirichlet(k), np.random.default_rng(k)
+    for shape in [(1,), (4,), (2, 3)]:
+        nat = rng.uniform(-0.99, 30.0, shape + (k,)) * 10.0 ** rng.integers(-3, 3)
+        mean, entropy = family.moments_and_entropy(nat)
+        assert np.array_equal(mean, family.to_mean(nat)) and np.array_equal(entropy, family.entropy(nat))
