@@ -157,3 +157,15 @@ def test_a_dirichlets_moments_and_entropy_together_are_its_own_apart(k):
         nat = rng.uniform(-0.99, 30.0, shape + (k,)) * 10.0 ** rng.integers(-3, 3)
         mean, entropy = family.moments_and_entropy(nat)
         assert np.array_equal(mean, family.to_mean(nat)) and np.array_equal(entropy, family.entropy(nat))
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_nearest_centres_are_the_written_out_distances(d):
+    """k-means' squared distances (ppl.infer.initialise) with one coordinate skip the sum over it:
+    the same minima and choices as the expression over all coordinates."""
+    from ppl.infer.initialise import _nearest
+    rng = np.random.default_rng(d)
+    points, centres = rng.normal(size=(500, d)) * 1e3, rng.normal(size=(4, d)) * 1e3
+    squares = ((points[:, None, :] - centres[None]) ** 2).sum(-1)
+    assert np.array_equal(_nearest(points, centres, np.min), np.min(squares, axis=1))
+    assert np.array_equal(_nearest(points, centres, np.argmin), np.argmin(squares, axis=1))
