@@ -121,8 +121,6 @@ class ConjugateFactor(FactorRuntime):
 
     # -- messages
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
-        if self._constant_prior and not self.row_weights and name == self.factor.target.name:
-            return self._constant_total(factored)  # (row weights may be set after the build: ppl.infer.predict.fold)
         probs = self.params.get("probs")
         if self.codes is None or probs is None or probs[0] != "read" or probs[1].name != name:
             return super().message(state, name, factored)
@@ -135,23 +133,9 @@ class ConjugateFactor(FactorRuntime):
 
     @functools.cached_property
     def _constant_prior(self) -> bool:
-        """Whether the summed message to the target depends on nothing q holds (with no row
-        weights): constant parameters, no selector, the target read once (a prior such as
-        pi ~ Dirichlet(ones(K)))."""
+        """Constant parameters, no selector, the target read once (a prior such as
+        pi ~ Dirichlet(ones(K))): the message to the target is made once (`FactorRuntime.message`)."""
         return not self.latent_params and self.selector is None and len(self.reads.get(self.factor.target.name, ())) == 1
-
-    def _constant_total(self, factored: bool) -> np.ndarray:
-        """The summed message of a `_constant_prior`, made once per runtime and read-only (every
-        sweep sends it, and a caller that wrote into it would change every later sweep's)."""
-        kept = self.__dict__.setdefault("_totals", {})
-        if factored not in kept:
-            total = super().message(None, self.factor.target.name, factored)
-            if not isinstance(total, np.ndarray):  # a form of another kind: made each time
-                return total
-            total = np.array(total, dtype=float)
-            total.flags.writeable = False
-            kept[factored] = total
-        return kept[factored]
 
     def code_positions(self, k: int) -> np.ndarray:
         """Where each observed category sits in the flat (elements × k) moments of the probabilities
