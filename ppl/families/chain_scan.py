@@ -20,6 +20,8 @@ so that Σ â_t b̂_t = 1.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 SHORTEST, LONGEST = 2, 64  # the range of block lengths
@@ -43,7 +45,9 @@ def block_length(moves: int) -> int:
 
 
 class Scan:
-    """The buffers of the blocked pass on one chain of `steps` (at least 2) with K states."""
+    """The buffers of the blocked pass on one chain of `steps` (at least 2) with K states, and
+    the views of them each call takes (a view costs 0.1–0.3 µs, about what the numpy call on it
+    costs; a pass takes some forty)."""
 
     def __init__(self, steps: int, k: int):
         moves = steps - 1
@@ -51,20 +55,33 @@ class Scan:
         self.blocks = blocks = -(-moves // length)
         self.moves = np.empty((blocks * length, k, k))
         self.moves[moves:] = np.eye(k)  # past the last step: the identity, never written again
-        self.mats = np.empty((2, length, blocks, k, k))  # [forward, reversed transposed][step in block, block]
-        self.rows = np.empty((2, length, blocks, 1, k))
+        self.mats = mats = np.empty((2, length, blocks, k, k))  # [forward, reversed transposed][step in block, block]
+        self.rows = rows = np.empty((2, length, blocks, 1, k))
         self.scale = np.empty((2, blocks))
+        self.ends, self.joined = np.empty((2, blocks, k, k)), np.empty((2, blocks, k, k))
         self.alpha, self.beta, self.norm = np.empty((steps, k)), np.empty((steps, k)), np.empty(steps)
         self.ones, self.sums = np.ones(k), np.ones(k * k)
+        self.log_k = math.log(k)
+        # the products inside the blocks: (step before, step, step's sums' operand)
+        self.steps = [(mats[:, i - 1], mats[:, i], mats[:, i].reshape(2, blocks, k * k)) for i in range(1, length)]
+        self.divisor = self.scale[..., None, None]
+        # the doublings d = 1, 2, 4, ... < blocks: (earlier ends, later ends, their products' buffer,
+        # its sums' operand, the sums, the sums as divisors)
+        self.doublings = [(self.ends[:, :-d], self.ends[:, d:], self.joined[:, :blocks - d],
+                           self.joined[:, :blocks - d].reshape(2, blocks - d, k * k), self.scale[:, :blocks - d],
+                           self.scale[:, :blocks - d, None, None]) for d in _doublings(blocks)]
+        self.last = (mats[:, -1], self.ends.reshape(2, blocks, k * k), rows[:, :, 0], mats[:, :, 0, :1],
+                     self.ends[:, None, :-1, :1], mats[:, :, 1:], rows[:, :, 1:])
 
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in vars(self).values() if isinstance(a, np.ndarray))
 
-    def normalise(self, x: np.ndarray) -> None:
-        """Each K × K matrix of `x` (2, n, K, K) divided by its sum, in place."""
-        sums = np.matmul(x.reshape(x.shape[:2] + (-1,)), self.sums, out=self.scale[:, :x.shape[1]])
-        x /= sums[..., None, None]
+
+
+def _doublings(blocks: int) -> list:
+    """The strides of Hillis–Steele's doublings over `blocks`: 1, 2, 4, ... below it."""
+    return [1 << j for j in range((blocks - 1).bit_length())]
 
 
 def scan(local: np.ndarray, stepped: np.ndarray, b: Scan, span: float = np.inf):
@@ -75,30 +92,33 @@ def scan(local: np.ndarray, stepped: np.ndarray, b: Scan, span: float = np.inf):
     while (block length + 1)(span + log K) ≤ `BOUND` the products inside a block are divided by
     their sums once, at its end (dividing changes no number but its scale: 15% of the time)."""
     steps, k = local.shape
-    moves, mats, matmul = b.moves, b.mats, np.matmul
+    moves, mats, matmul, divide = b.moves, b.mats, np.matmul, np.divide
     np.multiply(stepped[1:] if stepped.ndim == 3 else stepped, local[1:, None, :], out=moves[:steps - 1])
     np.copyto(mats[0], moves.reshape(b.blocks, b.length, k, k).swapaxes(0, 1))
     np.copyto(mats[1], moves[::-1].reshape(b.blocks, b.length, k, k).swapaxes(0, 1).swapaxes(-1, -2))
     first = local[0] / (local[0] @ b.ones)
     mats[0, 0, 0] = first @ mats[0, 0, 0]  # every row â_0 A_1: the rows of each product are â's
     mats[1, 0, 0] = mats[1, 0, 0].sum(axis=0)  # every row 1ᵀ A_{L−1}ᵀ: those of each product b̂'s
-    bounded = (b.length + 1) * (span + np.log(k)) <= BOUND
-    for i in range(1, b.length):
-        matmul(mats[:, i - 1], mats[:, i], mats[:, i])
+    bounded = (b.length + 1) * (span + b.log_k) <= BOUND
+    for before, step, flat in b.steps:
+        matmul(before, step, step)
         if not bounded:
-            b.normalise(mats[:, i])
-    ends = mats[:, -1].copy()
+            matmul(flat, b.sums, b.scale)
+            divide(step, b.divisor, step)
+    last, ends_flat, first_rows, first_steps, ends_before, later_steps, later_rows = b.last
+    ends = b.ends
+    np.copyto(ends, last)
     if bounded:
-        b.normalise(ends)
-    d = 1
-    while d < b.blocks:  # Hillis–Steele: ends[:, j] becomes the product of blocks 0..j
-        joined = matmul(ends[:, :-d], ends[:, d:])
-        b.normalise(joined)
-        ends[:, d:] = joined
-        d *= 2
+        matmul(ends_flat, b.sums, b.scale)
+        divide(ends, b.divisor, ends)
+    for earlier, later, joined, flat, sums, divisor in b.doublings:  # Hillis–Steele: ends[:, j] becomes the product of blocks 0..j
+        matmul(earlier, later, joined)
+        matmul(flat, b.sums, sums)
+        divide(joined, divisor, joined)
+        np.copyto(later, joined)
     rows = b.rows
-    rows[:, :, 0] = mats[:, :, 0, :1]
-    matmul(ends[:, None, :-1, :1], mats[:, :, 1:], rows[:, :, 1:])
+    np.copyto(first_rows, first_steps)
+    matmul(ends_before, later_steps, later_rows)
     flat = rows.swapaxes(1, 2).reshape(2, -1, k)  # in time order
     alpha, beta, norm = b.alpha, b.beta, b.norm
     alpha[0] = first

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,18 @@ class Chains:
     def __getstate__(self):
         """Pickled (a family sent to a Dask worker) without its spare buffers."""
         return {**self.__dict__, "spare": {}}
+
+    @functools.cached_property
+    def continuing(self):
+        """The rows that continue a chain: a slice (a view) when they are all rows but the first."""
+        if len(self.firsts) == 1 and self.firsts[0] == 0:
+            return slice(1, None)
+        return np.flatnonzero(~self.starts)
+
+    @functools.cached_property
+    def totals(self) -> np.ndarray:
+        """What each row of moments sums to: 1 at a chain's first row (no pair block), 2 elsewhere."""
+        return np.where(self.starts, 1.0, 2.0)
 
     @classmethod
     def of(cls, lengths) -> "Chains":
@@ -111,11 +124,12 @@ def _weights(pair: np.ndarray, chains: Chains):
     """(exp(P − max P), max P, largest spread of the finite P_t): one (K, K) matrix and a number
     when P_t is the same at every row that continues a chain, else per row (T, K, K) and (T,)."""
     shared = pair[np.argmin(chains.starts)]  # at the first row that continues a chain, if any
-    same = pair == shared
-    same[chains.firsts] = True
-    if same.all():
-        top = _finite_max(shared, axis=None)
-        return np.exp(shared - top), top, float(top - np.min(shared, where=np.isfinite(shared), initial=top))
+    if (pair[chains.continuing] == shared).all():
+        top, low = float(shared.max()), float(shared.min())
+        if not (math.isfinite(top) and math.isfinite(low)):  # −∞ entries (or +∞, NaN): the finite ones'
+            top = float(_finite_max(shared, axis=None))
+            low = float(np.min(shared, where=np.isfinite(shared), initial=top))
+        return np.exp(shared - top), top, top - low
     top = _finite_max(pair, axis=(1, 2))
     low = np.min(pair, axis=(1, 2), where=np.isfinite(pair), initial=np.inf)
     return np.exp(pair - top[:, None, None]), top, float(np.max(top - low))
@@ -143,7 +157,7 @@ def forward_backward(nat: np.ndarray, k: int, chains: Chains):
     # an underflow is caught by `_normalised`
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"), _lent(chains, k) as buffers:
         local = np.subtract(unary, peak[:, None], out=buffers.shifted)
-        width = -float(np.min(local, where=local > -np.inf, initial=0.0))  # the largest spread of a row's finite u_t
+        width = _width(local)
         if width + spread <= SPREAD:  # else exp(u − max u) exp(P − max P) could round to 0 where it matters
             np.exp(local, out=local)
             messages = (_many_chains(local, weights, chains, buffers) if buffers.scan is None
@@ -153,6 +167,15 @@ def forward_backward(nat: np.ndarray, k: int, chains: Chains):
                 if _normalised(mean, chains) and (buffers.scan is None or _consistent(mean, k)):
                     return mean, log_z
     return _log_forward_backward(nat, k, chains)
+
+
+def _width(local: np.ndarray) -> float:
+    """The largest spread of a row's finite u_t (`local` = u − max u, ≤ 0 where finite): one
+    minimum when every entry is finite, the finite ones' otherwise."""
+    low = float(local.min())
+    if math.isfinite(low):
+        return -min(low, 0.0)
+    return -float(np.min(local, where=local > -np.inf, initial=0.0))
 
 
 def _many_chains(local, weights, chains, buffers):
@@ -263,27 +286,29 @@ def _normalised(mean: np.ndarray, chains: Chains) -> bool:
     below 1e-308 at one step, though later steps need it, or a b̂_t or e_t b̂_t past 1e308, breaks
     the identity (or leaves ∞ or NaN), and then the pass is redone in the log domain."""
     total = mean @ np.ones(mean.shape[1])
-    return bool(np.all(np.abs(total - np.where(chains.starts, 1.0, 2.0)) <= NORMALISED))
+    return bool(np.all(np.abs(total - chains.totals) <= NORMALISED))
 
 
 def _consistent(mean: np.ndarray, k: int) -> bool:
     """Whether the pairwise marginals of one chain sum to its marginals on either side,
     Σ_i ξ_t[i, ·] = q(z_t) and Σ_j ξ_t[·, j] = q(z_{t−1}), to `CONSISTENT`: the first holds iff â_t
     is the one-step recursion's from â_{t−1}, the second iff b̂_{t−1} is from b̂_t, so a blocked
-    pass (`chain_scan`) whose products lost a path that mattered is caught here. Both sums are one
-    product of the flat ξ with a 0/1 matrix, (T, K²) × (K², 2K)."""
-    sums = mean[1:, k:] @ _margins(k)
+    pass (`chain_scan`) whose products lost a path that mattered is caught here. The row sums
+    less q(z_{t−1}) and the column sums less q(z_t) come from one product of a row of moments with a
+    0/±1 matrix, (T, K + K²) × (K + K², 2K), then q(z_{t−1}) off the first half."""
+    sums = mean[1:] @ _margins(k)
     sums[:, :k] -= mean[:-1, :k]
-    sums[:, k:] -= mean[1:, :k]
-    return bool(np.all(np.abs(sums) <= CONSISTENT))
+    return bool(np.abs(sums, out=sums).max() <= CONSISTENT)  # NaN: not consistent
 
 
 @functools.cache
 def _margins(k: int) -> np.ndarray:
-    """(K², 2K): a flat ξ times it gives its row sums, then its column sums."""
+    """(K + K², 2K): a row of moments (γ_t, flat ξ_t) times it gives ξ_t's row sums, then its column
+    sums less γ_t."""
     flat = np.arange(k * k)
-    margins = np.zeros((k * k, 2 * k))
-    margins[flat, flat // k] = margins[flat, k + flat % k] = 1.0
+    margins = np.zeros((k + k * k, 2 * k))
+    margins[k + flat, flat // k] = margins[k + flat, k + flat % k] = 1.0
+    margins[np.arange(k), k + np.arange(k)] = -1.0
     margins.flags.writeable = False
     return margins
 
@@ -300,7 +325,11 @@ def _scaled_moments(before, after, norm, local, weights, peak, top, chains):
     np.einsum("ti,tj->tij", before[:-1], after[1:], out=xi[1:])  # 3× faster than a broadcast product
     xi[1:] *= weights if weights.ndim == 2 else weights[1:]
     xi[chains.firsts] = 0.0
-    log_c = np.log(norm) + peak + np.where(chains.starts, 0.0, top)
+    log_c = np.log(norm) + peak
+    if weights.ndim == 2:  # one shift of P: added where a chain continues (+ 0 elsewhere changes nothing)
+        log_c[chains.continuing] += top
+    else:
+        log_c += np.where(chains.starts, 0.0, top)
     return mean, np.add.reduceat(log_c, chains.firsts)
 
 

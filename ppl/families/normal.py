@@ -30,7 +30,9 @@ class Normal(ExponentialFamily):
         return 2
 
     def natural(self, *, mean, precision) -> np.ndarray:
-        mean, tau = np.broadcast_arrays(np.asarray(mean, float), np.asarray(precision, float))
+        mean, tau = np.asarray(mean, float), np.asarray(precision, float)
+        if mean.shape != tau.shape:  # (np.broadcast_arrays costs a dozen Python calls)
+            mean, tau = np.broadcast_arrays(mean, tau)
         return stack_last(tau * mean, -0.5 * tau)
 
     def params(self, nat) -> dict:

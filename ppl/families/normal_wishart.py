@@ -95,6 +95,8 @@ class NormalWishart:
         """(`to_mean`, `entropy`) from one `params` (a batched matrix inverse) and one log|W| (a
         Cholesky factor), which a state needs both of each sweep."""
         nat = np.asarray(nat, float)
+        if self.dim == 1:
+            return _normal_gamma_moments_and_entropy(nat)
         p = self.params(nat)
         logdet = chol_logdet(_factor(p["scale"]))
         mean = self._to_mean(p, logdet)
@@ -146,3 +148,31 @@ def _multigammaln(a, d: int) -> np.ndarray:
     """Vectorised log Γ_D(a)."""
     j = np.arange(d)
     return 0.25 * d * (d - 1) * np.log(np.pi) + gammaln(np.asarray(a)[..., None] - 0.5 * j).sum(axis=-1)
+
+
+def _normal_gamma_moments_and_entropy(nat: np.ndarray) -> tuple:
+    """`NormalWishart(1).moments_and_entropy`: the operations the general path makes on 1 × 1
+    matrices (`params`, `_to_mean`, `_log_partition`; a sum or product of one term is that term),
+    on the columns of λ = (a, b, c, h), so the same numbers with a third of the numpy calls (the
+    Normal–Gamma of an HMM's states is solved twice a sweep)."""
+    a, b, c, half = nat[..., 0], nat[..., 1], nat[..., 2], nat[..., 3]
+    beta = -2.0 * b
+    mean = a / beta
+    x = -2.0 * c
+    inv_scale = 0.5 * (x + x) - beta * (mean * mean)  # symmetrize(−2c) − β m mᵀ
+    if (inv_scale <= 0).any():
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    root = 1.0 / np.sqrt(inv_scale)
+    w = root * root  # _inverse: W
+    if (w <= 0).any():  # an infinite 1/W: its factor is refused as `_factor` refuses it
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    nu = 2.0 * half + 1
+    logdet = 2.0 * np.log(np.sqrt(w))  # chol_logdet(_factor(W))
+    wm = w * mean
+    out = np.empty(nat.shape)
+    np.multiply(nu, wm, out=out[..., 0])
+    out[..., 1] = 1 / beta + nu * (mean * wm)
+    np.multiply(nu, w, out=out[..., 2])
+    out[..., 3] = digamma(0.5 * nu) + np.log(2.0) + logdet
+    log_partition = -0.5 * np.log(beta) + 0.5 * nu * logdet + 0.5 * nu * np.log(2.0) + gammaln(0.5 * nu)
+    return out, log_partition - (nat * out).sum(-1) + 0.5 * LOG_2PI

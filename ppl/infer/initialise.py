@@ -232,7 +232,9 @@ def _kmeans(points: np.ndarray, k: int, rng, weights=None, iterations: int = 10)
             return labels
         last = labels
         mass = np.bincount(labels, weights=w, minlength=k)  # each centre's weighted mean, by sums over its points
-        sums = np.stack([np.bincount(labels, weights=w * column, minlength=k) for column in points.T], axis=1)
+        sums = np.empty((k, points.shape[1]))
+        for d, column in enumerate(points.T):
+            sums[:, d] = np.bincount(labels, weights=w * column, minlength=k)
         kept = mass > 0  # a centre no point chose stays where it is
         centres[kept] = sums[kept] / mass[kept, None]
     return _nearest(points, centres, np.argmin)
@@ -247,5 +249,6 @@ def _nearest(points: np.ndarray, centres: np.ndarray, reduce) -> np.ndarray:
     out = np.empty(n, dtype=np.intp if reduce is np.argmin else float)
     for lo in range(0, n, rows):
         block = points[lo:lo + rows]
-        out[lo:lo + rows] = reduce(((block[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
+        squares = (block[:, None, :] - centres[None]) ** 2
+        out[lo:lo + rows] = reduce(squares[..., 0] if squares.shape[-1] == 1 else squares.sum(-1), axis=1)  # a sum of one is it
     return out

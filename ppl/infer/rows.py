@@ -66,5 +66,7 @@ def row_max(a: np.ndarray, out: np.ndarray) -> None:
 
 def sum_in_order(x: np.ndarray, axis: int) -> np.ndarray:
     """Σ of `x` along a short `axis`, its entries added first to last: what np.sum adds along an
-    axis of fewer than 8 entries, to the bit, in half the time."""
-    return functools.reduce(np.add, np.moveaxis(x, axis, 0))
+    axis of fewer than 8 entries, to the bit, in half the time. The entries are taken by basic
+    indexing (np.moveaxis costs more than the additions at K = 3)."""
+    lead = (slice(None),) * (axis % x.ndim)
+    return functools.reduce(np.add, [x[lead + (i,)] for i in range(x.shape[axis])])

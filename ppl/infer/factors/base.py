@@ -111,7 +111,28 @@ class FactorRuntime(abc.ABC):
     def message(self, state, name: str, factored: bool = False) -> np.ndarray:
         """The summed message to variable `name` in its natural layout, (elements, size);
         `factored`: a contraction's message to a single vector may stay in data space
-        (ppl.infer.low_rank)."""
+        (ppl.infer.low_rank). A `_constant_prior`'s to its target is made once per runtime."""
+        if self._constant_prior and not self.row_weights and name == self.target.name:
+            return self._kept_message(factored)  # (row weights may be set after the build: ppl.infer.predict.fold)
+        return self._summed_message(state, name, factored)
+
+    _constant_prior = False  # whether the message to the target depends on nothing q holds
+
+    def _kept_message(self, factored: bool) -> np.ndarray:
+        """The summed message of a `_constant_prior` to its target, made once and read-only (every
+        sweep sends it, and a caller that wrote into it would change every later sweep's)."""
+        kept = self.__dict__.setdefault("_kept_messages", {})
+        if factored not in kept:
+            total = self._summed_message(None, self.target.name, factored)
+            if not isinstance(total, np.ndarray):  # a form of another kind: made each time
+                return total
+            total = np.array(total, dtype=float)
+            total.flags.writeable = False
+            kept[factored] = total
+        return kept[factored]
+
+    def _summed_message(self, state, name: str, factored: bool) -> np.ndarray:
+        """Σ over the plate of the messages of every read of `name`."""
         count = self.count(name) if self.row_weights else None  # (`count` without a call per message)
         weights = None  # read when a non-selector read needs them: the selector's message does not
         total = 0.0

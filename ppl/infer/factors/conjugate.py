@@ -131,6 +131,12 @@ class ConjugateFactor(FactorRuntime):
         counts = np.bincount(flat, weights.reshape(-1), minlength=access.size * k)
         return counts.reshape(access.size, k)
 
+    @functools.cached_property
+    def _constant_prior(self) -> bool:
+        """Constant parameters, no selector, the target read once (a prior such as
+        pi ~ Dirichlet(ones(K))): the message to the target is made once (`FactorRuntime.message`)."""
+        return not self.latent_params and self.selector is None and len(self.reads.get(self.factor.target.name, ())) == 1
+
     def code_positions(self, k: int) -> np.ndarray:
         """Where each observed category sits in the flat (elements × k) moments of the probabilities
         it reads, index · k + code: made once, as the reads and the codes are fixed once built."""

@@ -136,7 +136,9 @@ class DiscreteTransition(_ChainFactor):
     def elbo(self, state) -> float:
         log_a = self._expected_log_probs(state)
         xi = self._total(state) if log_a.shape[0] == 1 else self._pairwise(state)  # one E[log A]: Σ_t ξ_t first
-        return float(np.sum(dot_last(xi.reshape(len(xi), -1), np.broadcast_to(log_a, xi.shape).reshape(len(xi), -1))))
+        if log_a.shape != xi.shape:  # (np.broadcast_to costs a dozen Python calls)
+            log_a = np.broadcast_to(log_a, xi.shape)
+        return float(np.sum(dot_last(xi.reshape(len(xi), -1), log_a.reshape(len(xi), -1))))
 
 
 class Emission:

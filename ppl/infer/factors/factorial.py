@@ -27,7 +27,6 @@ from ppl.infer.access import AccessBuilder, Unsupported
 from ppl.infer.factors.base import version_key
 from ppl.infer.factors.gaussian import LOG_2PI, _Precision
 from ppl.infer.plates import Plate
-from ppl.infer.rows import sum_in_order
 from ppl.lang import ast
 
 
@@ -56,6 +55,16 @@ def is_factorial(factor, model) -> bool:
     chosen = {ast.text(s) for s in (_selector(t, model) for t in _terms(inline(factor.args["mean"], model.definitions)))
               if s is not None}
     return len(chosen) >= 2
+
+
+def _expected(gamma: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Σ_k γ_k v_k over the last axis, added first to last (`rows.sum_in_order`'s numbers): one
+    column of the plate at a time, where a product of the whole (T, K) arrays broadcasts over K
+    entries at a time."""
+    total = gamma[..., 0] * values[..., 0]
+    for k in range(1, gamma.shape[-1]):
+        total = total + gamma[..., k] * values[..., k]
+    return total
 
 
 class FactorialNormal:
@@ -125,8 +134,8 @@ class FactorialNormal:
             if self._kept.get(m, (None,))[0] != key:
                 gamma = chooser.read(state)[..., 0, :k]
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
-                summed = sum_in_order(gamma[..., None] * w, -2)  # plate + (2,): Ŵ, S
-                self._kept[m] = key, (gamma, w[..., 0], w[..., 1], summed[..., 0], summed[..., 1])
+                w1, w2 = w[..., 0], w[..., 1]
+                self._kept[m] = key, (gamma, w1, w2, _expected(gamma, w1), _expected(gamma, w2))
             parts.append(self._kept[m][1])
         return y, parts
 

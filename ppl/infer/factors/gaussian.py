@@ -38,6 +38,8 @@ class GaussianFactor(FactorRuntime):
         self.add_linear_reads(self.mean)
         role = next(r for r in ("precision", "sd", "var", "cov") if r in self.args)
         self.precision = _Precision(self, role, self.args[role], model)
+        # the mean the constant 0 (a prior N(0, s), a GP's): E[(y − m)²] is E[y²], E[(y − m)(y − m)ᵀ] is E[y yᵀ]
+        self._zero_mean = not self.mean.terms and not np.any(self.mean.offset)
 
     # -- moments of the pieces
     def _value(self, state):
@@ -62,6 +64,9 @@ class GaussianFactor(FactorRuntime):
 
     def _fresh_squared_error(self, state):
         y1, y2 = self._value(state)
+        if self._zero_mean and (y2.shape[:-2] == self.mean.offset.shape[:-1] if self.dim else
+                                y2.shape == self.mean.offset.shape):  # (no broadcast would widen y2)
+            return y2  # the general formula's numbers (y2 − 0 + 0, for finite moments), without its arrays
         m1, m2 = form_moments(state, self.mean)
         if not self.dim:
             return y2 - 2 * y1 * m1 + m2

@@ -67,6 +67,11 @@ class JointPrior(FactorRuntime):
                              hint="a constant far outside the data's scale (near 1e300) overflows; rescale it")
         self.name = f"{factor.name}, {partner_factor.name}"
 
+    @property
+    def _constant_prior(self) -> bool:
+        """Constant η: the summed message is made once (`FactorRuntime.message`) unless selected."""
+        return self.selector is None
+
     def _message(self, state, access):
         return self._constant_message
 
