@@ -59,6 +59,21 @@ def test_a_prior_too_wide_for_the_likelihood_starts_narrowed_mean_kept(dollars):
     np.testing.assert_allclose(q["precision"][0], prior / WIDEST * np.eye(3), rtol=1e-12)
 
 
+def test_on_many_rows_the_margins_are_measured_on_evenly_spaced_ones():
+    """3,000 rows: the widest of 1,024 evenly spaced rows is brought to WIDEST (the rows between
+    may be a little wider)."""
+    rng = np.random.default_rng(2)
+    income = rng.lognormal(10.5, 0.6, 3000)
+    data = pd.DataFrame({"one": 1.0, "income": income, "age": rng.uniform(20, 70, 3000), "y": rng.random(3000) < 0.5})
+    problem, state = _start(LOGISTIC, data)
+    x = data[["one", "income", "age"]].to_numpy()
+    rows = np.unique(np.linspace(0, 2999, 1024).astype(np.int64))
+    scale = np.max(np.sum(x[rows] ** 2, axis=1)) / WIDEST
+    np.testing.assert_allclose(state.families["w"].params(state.natural["w"])["precision"][0], scale * np.eye(3),
+                               rtol=1e-12)
+    assert _widest(problem, state) >= WIDEST * (1 - 1e-12)
+
+
 def test_a_prior_narrower_than_widest_is_the_start_as_before():
     model = ppl.load(MODELS / "logistic_regression.vim")
     problem, state = _start(model, MODELS / "logistic_regression.csv")

@@ -114,7 +114,7 @@ def _narrow(problem, state) -> None:
             continue
         forms = factor.forms if isinstance(factor, SoftmaxFactor) else [factor.margin]
         rows = np.unique(np.linspace(0, factor.plate.shape[0] - 1, MEASURED).astype(np.int64)) \
-            if factor.plate.shape else None
+            if factor.plate.shape and factor.plate.shape[0] > MEASURED else None  # else every row
         widest = max(float(np.max(margin(state, form if rows is None else take_rows(form, rows)[0])[1],
                                   initial=0.0)) for form in forms)
         if not widest > WIDEST:  # NaN (an unset read) too
