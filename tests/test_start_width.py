@@ -175,3 +175,13 @@ def test_counts_in_the_thousands_reach_the_fixed_point(visits, rule):
     if rule is None:  # and NC-VMP's precision: Λ = I + Σ E[e^η] x xᵀ
         precision = np.eye(2) + (x * rate[:, None]).T @ x
         np.testing.assert_allclose(np.linalg.inv(cov), precision, rtol=1e-5)
+
+
+@pytest.mark.parametrize("schedule", ["", "schedule ssmf_a(batch=2, estep=gibbs)\n"])
+def test_counts_against_a_covariate_near_1e300_keep_the_priors_start_and_report_it(schedule):
+    """Fuzz seed 2119549: the count start's precision overflowed (x² = inf) and SSMF's draw from it
+    failed in Cholesky, an internal error; the start is now the prior's, and the run says E502."""
+    text = schedule + POISSON.replace("from (one, age)", "from x1..xD")
+    with pytest.raises(ppl.ModelError) as info:
+        ppl.compile(text).infer(pd.DataFrame({"x1": [1e-300, -1e300], "y": [3, 1]}), seed=0, max_iter=3)
+    assert info.value.code == "E502"

@@ -14,7 +14,7 @@ import numpy as np
 from ppl.infer.build import GLMFactor, SoftmaxFactor, observed_stats
 from ppl.infer.linear import margin, take_rows
 from ppl.infer.low_rank import Diagonal, GaussianSum
-from ppl.infer.state import State
+from ppl.infer.state import NumericalBreakdown, State
 from ppl.infer.weights import element_counts
 
 BLOCK = 65536  # entries of a rows × K × D block of k-means distances (512 KB)
@@ -117,7 +117,7 @@ def _narrow(problem, state) -> None:
             if factor.plate.shape and factor.plate.shape[0] > MEASURED else None  # else every row
         widest = max(float(np.max(margin(state, form if rows is None else take_rows(form, rows)[0])[1],
                                   initial=0.0)) for form in forms)
-        if not widest > WIDEST:  # NaN (an unset read) too
+        if not WIDEST < widest < np.inf:  # NaN (an unset read) too; data near 1e300 are reported by the run
             continue
         for name in sorted({a.name for form in forms for a in form.reads()}):
             family = problem.families[name]
@@ -139,9 +139,17 @@ def _count_start(problem, state) -> None:
         if not (isinstance(factor, GLMFactor) and factor.counts_start):
             continue
         for name in [n for n in problem.order if n in factor.reads]:
-            if problem.families[name].name in ("Normal", "MvNormal"):
-                _start(problem, state, name, _own(problem, state, name)
-                       + [functools.partial(factor.start_message, state, name)])
+            if problem.families[name].name not in ("Normal", "MvNormal"):
+                continue
+            kept = state.keep([name])
+            _start(problem, state, name, _own(problem, state, name)
+                   + [functools.partial(factor.start_message, state, name)])
+            try:
+                finite = bool(np.all(np.isfinite(state.moments(name)))) and np.isfinite(state.entropy(name))
+            except NumericalBreakdown:
+                finite = False
+            if not finite:  # counts or covariates near 1e300: the prior's start, and the run reports them
+                state.restore(kept)
 
 
 def _own(problem, state, name: str) -> list:
