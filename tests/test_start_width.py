@@ -74,6 +74,14 @@ def test_on_many_rows_the_margins_are_measured_on_evenly_spaced_ones():
     assert _widest(problem, state) >= WIDEST * (1 - 1e-12)
 
 
+def test_the_run_says_which_start_was_narrowed_and_why(dollars):
+    post = ppl.compile(LOGISTIC).infer(dollars, seed=0)
+    note = next(n for n in post.notes if "started narrowed" in n)
+    assert note.startswith("`w` started narrowed") and "margins of `y` have sd up to 2.3e+05" in note
+    plain = ppl.load(MODELS / "logistic_regression.vim").infer(MODELS / "logistic_regression.csv", seed=0)
+    assert not any("narrowed" in n for n in plain.notes)
+
+
 def test_a_prior_narrower_than_widest_is_the_start_as_before():
     model = ppl.load(MODELS / "logistic_regression.vim")
     problem, state = _start(model, MODELS / "logistic_regression.csv")

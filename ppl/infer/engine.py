@@ -142,7 +142,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
     if problem.schedule.init == "random":
         random_start(problem, state, rng)
     restarted = problem.schedule.restarted  # locals refitted from the prior: not coordinate ascent
-    trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes), {}, []
+    trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes) + state.notes, {}, []
     interrupted = False
     elbo = _initial_elbo(problem, state)
     accel = accelerator(problem, options.accelerate) if options.damping == 1.0 and not restarted else None

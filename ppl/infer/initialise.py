@@ -119,15 +119,22 @@ def _narrow(problem, state) -> None:
                                   initial=0.0)) for form in forms)
         if not WIDEST < widest < np.inf:  # NaN (an unset read) too; data near 1e300 are reported by the run
             continue
+        narrowed = []
         for name in sorted({a.name for form in forms for a in form.reads()}):
             family = problem.families[name]
             if family.name not in ("Normal", "MvNormal"):
                 continue
+            narrowed.append(f"`{name}`")
             total = state.factored.get(name)
             if total is None:
                 state.set(name, state.natural[name] * (widest / WIDEST))
             else:  # held in data space (ppl.infer.low_rank): scaled as the sum it was solved from
                 _set_sum(state, name, total.scaled(widest / WIDEST))
+        if narrowed:
+            state.notes.append(f"{', '.join(narrowed)} started narrowed: under the prior, the margins of "
+                               f"`{factor.name}` have sd up to {np.sqrt(widest):.2g}, far wider than its link varies "
+                               f"over (covariates on their own scale, such as dollars, make a N(0, 1) weight "
+                               f"nearly flat; standardise them if that is not meant)")
 
 
 def _count_start(problem, state) -> None:

@@ -75,6 +75,7 @@ class State:
         # the relative standard error a Monte Carlo ELBO term may carry in the trace (the run's
         # stopping rule sets it); a noisier term is computed exactly instead
         self.noise = 0.0
+        self.notes: list = []  # what the start did that the reader should know (ppl.infer.initialise)
 
     @property
     def rng(self) -> np.random.Generator:
