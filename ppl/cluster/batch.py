@@ -27,7 +27,7 @@ from ppl.infer.access import Unsupported
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.steps import data_factors, random_globals
-from ppl.infer.softmax_shift import shift_after_update
+from ppl.infer.ridges import shift_after_update
 from ppl.infer.update import update
 
 START_GROUPS = 1000  # groups of the sample the starting globals are fitted to

@@ -265,5 +265,6 @@ def _nearest(points: np.ndarray, centres: np.ndarray, reduce) -> np.ndarray:
     for lo in range(0, n, rows):
         block = points[lo:lo + rows]
         squares = (block[:, None, :] - centres[None]) ** 2
-        out[lo:lo + rows] = reduce(squares[..., 0] if squares.shape[-1] == 1 else squares.sum(-1), axis=1)  # a sum of one is it
+        # a sum over one coordinate is that coordinate
+        out[lo:lo + rows] = reduce(squares[..., 0] if squares.shape[-1] == 1 else squares.sum(-1), axis=1)
     return out

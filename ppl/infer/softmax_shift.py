@@ -27,7 +27,6 @@ import numpy as np
 
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.softmax import SoftmaxFactor
-from ppl.infer.intercept_shift import shift_intercepts
 
 SHIFTED = ("Normal", "MvNormal")
 
@@ -62,7 +61,8 @@ def shift_classes(problem, state, name: str, axis: int) -> None:
     prior = sum(f.message(state, name) for f in problem.neighbours[name] if isinstance(f, GaussianFactor))
     q, p = family.params(natural), family.params(np.broadcast_to(prior, natural.shape))
     shape = problem.shapes[name]  # λ holds one element a row: the plates back as axes, for `axis`
-    mean, gap = q["mean"].reshape(shape + q["mean"].shape[1:]), (p["mean"] - q["mean"]).reshape(shape + q["mean"].shape[1:])
+    event = q["mean"].shape[1:]
+    mean, gap = q["mean"].reshape(shape + event), (p["mean"] - q["mean"]).reshape(shape + event)
     weights = p["precision"].reshape(shape + p["precision"].shape[1:])
     if family.name == "MvNormal":
         pulled = np.einsum("...ij,...j->...i", weights, gap)
@@ -73,12 +73,3 @@ def shift_classes(problem, state, name: str, axis: int) -> None:
         moved = (mean + np.expand_dims(c, axis)).reshape(q["mean"].shape)
         state.set(name, family.natural(mean=moved, precision=q["precision"]))
 
-
-def shift_after_update(problem, state, name: str) -> None:
-    """The ridge steps that follow the update of `name` in a batch sweep, an SVI step or a
-    cluster's sweep: its shift if it is a softmax's class weights, and the intercept shifts whose
-    later variable it is (ppl.infer.intercept_shift)."""
-    if name in problem.class_shifts:
-        shift_classes(problem, state, name, problem.class_shifts[name])
-    for a, u in problem.intercept_shifts.get(name, ()):
-        shift_intercepts(problem, state, a, u)

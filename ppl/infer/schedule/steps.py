@@ -19,7 +19,7 @@ from ppl.diagnostics import ModelError
 from ppl.infer.factors.gamma_cvi import shrink_until_valid
 from ppl.infer.factorial_levels import shift_levels
 from ppl.infer.initialise import initialise
-from ppl.infer.softmax_shift import shift_after_update
+from ppl.infer.ridges import shift_after_update
 from ppl.infer.schedule.blocks import dirichlet_categorical
 from ppl.infer.update import nan_senders, update
 
