@@ -17,11 +17,13 @@ from ppl.infer.state import NumericalBreakdown
 SMALLEST = 2.0 ** -12
 
 
-def searched_step(problem, state, name: str, total: np.ndarray, damping: float) -> float:
+def searched_step(problem, state, name: str, total: np.ndarray, damping: float, judged: bool = True) -> float:
     """Set λ of block `name` to the largest λ + β(total − λ), β = damping·2^−k, whose objective
-    is no lower; returns β (0 when none is)."""
+    is no lower; returns β (0 when none is). `judged=False` for messages that are not the natural
+    gradient of the objective (Laplace's, derivatives at the point): the largest valid step, whose
+    objective need not rise (judged by it, Laplace stalled short of its fixed point)."""
     old = state.natural[name]
-    before = local_objective(problem, state, name)
+    before = local_objective(problem, state, name) if judged else -np.inf
     family = state.families[name]
     step = damping
     while step >= SMALLEST:
@@ -32,7 +34,7 @@ def searched_step(problem, state, name: str, total: np.ndarray, damping: float) 
                 value = local_objective(problem, state, name)
             except (NumericalBreakdown, FloatingPointError):
                 value = -np.inf
-            if value >= before - 1e-12 * max(1.0, abs(before)):
+            if value >= before - 1e-12 * max(1.0, abs(before)) and (judged or np.isfinite(value)):
                 return step
         step /= 2
     state.set(name, old)

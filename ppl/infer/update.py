@@ -39,10 +39,11 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
         damping = 1.0 if mixed else damping  # the damped λ already
     if name in problem.searched:  # a Newton step on a block with a log precision
         from ppl.infer.block_step import SMALLEST, searched_step
-        # messages that are the natural gradient of the objective (not Monte Carlo, not Laplace's, taken at
-        # the point): a step that keeps λ is not at a fixed point, where the full step keeps the objective
-        if not searched_step(problem, state, name, total, damping) and not problem.stochastic \
-                and all(getattr(f, "rule", None) != "laplace" for f in problem.neighbours[name]):
+        # Laplace's messages are derivatives at the point, not the gradient of its objective: not judged by it
+        judged = all(getattr(f, "rule", None) != "laplace" for f in problem.neighbours[name])
+        # judged by the objective, deterministic: a step that keeps λ is not at a fixed point, where the
+        # full step keeps the objective
+        if not searched_step(problem, state, name, total, damping, judged) and judged and not problem.stochastic:
             raise NumericalBreakdown(name, f"no step along its natural gradient, down to 1/{round(1 / SMALLEST)} of "
                                      "it, keeps the ELBO from falling (its Newton step overshoots from here: data "
                                      "far from the prior's scale?); fit these variables without the block")
