@@ -141,18 +141,24 @@ def _count_start(problem, state) -> None:
     """The Gaussian latents of a Poisson GLM start from their priors' messages plus the likelihood's
     sites at IRLS's start (`GLMFactor.start_message`), one Gauss–Seidel pass in sweep order: q then
     sees the counts' scale before the first step (e^η of η ≈ 0 against counts of 3,000 made the
-    first Newton step overflow)."""
+    first Newton step overflow). A Gaussian block, whose members' priors all send to it, starts
+    from all its other factors' messages plus those sites."""
     for factor in problem.factors:
         if not (isinstance(factor, GLMFactor) and factor.counts_start):
             continue
         for name in [n for n in problem.order if n in factor.reads]:
-            if problem.families[name].name not in ("Normal", "MvNormal"):
+            family = problem.families[name]
+            if family.name == "GaussianBlock":
+                sources = [functools.partial(f.message, state, name) for f in problem.neighbours[name] if f is not factor]
+            elif family.name in ("Normal", "MvNormal"):
+                sources = _own(problem, state, name)
+            else:
                 continue
             kept = state.keep([name])
-            _start(problem, state, name, _own(problem, state, name)
-                   + [functools.partial(factor.start_message, state, name)])
-            try:
-                finite = bool(np.all(np.isfinite(state.moments(name)))) and np.isfinite(state.entropy(name))
+            _start(problem, state, name, sources + [functools.partial(factor.start_message, state, name)])
+            try:  # a block's moments are its own object: its λ and entropy say enough
+                finite = bool(np.all(family.valid(state.natural[name]))) and np.isfinite(state.entropy(name)) \
+                    and (family.name == "GaussianBlock" or bool(np.all(np.isfinite(state.moments(name)))))
             except NumericalBreakdown:
                 finite = False
             if not finite:  # counts or covariates near 1e300: the prior's start, and the run reports them

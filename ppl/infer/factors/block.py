@@ -143,3 +143,11 @@ class BlockGLM(_BlockReads, GLMFactor):
         mean_rest, _ = margin(state, self.rest)
         return self._to_block(tau, mean_rest - target)
 
+    def start_message(self, state, name, factored=False):
+        """The block's message from the sites of IRLS's start (`GLMFactor.start_message`)."""
+        if name != self.block_key:
+            return super().start_message(state, name, factored)
+        target, tau = self.count_sites()
+        mean_rest, _ = margin(state, self.rest)
+        return self._to_block(tau, mean_rest - target)
+

@@ -322,13 +322,17 @@ class GLMFactor(FactorRuntime):
         working response ỹ = log μ and weight τ̃ = μ, as R's glm starts). From the prior's η ≈ 0,
         NC-VMP's first Newton step for a count y is y − 1 nats: counts in the thousands overflow
         e^η (docs/rules/vmp.md#initialisation)."""
-        seen = np.isfinite(self.y)
-        mu = np.where(seen, self.y, 0.0) + 0.5
-        target = np.broadcast_to(np.log(mu), self._ones.shape)
-        tau = np.broadcast_to(np.where(seen, mu, 0.0), self._ones.shape)
+        target, tau = self.count_sites()
         weights = self.message_weights(state, name)
         return sum(access.scatter_weighted(read_message(state, self.margin, access, tau, target, self.factor),
                                            weights, factored) for access in self.reads.get(name, ()))
+
+    def count_sites(self):
+        """(ỹ, τ̃) at IRLS's start μ = y + ½: (log μ, μ) per row, no site where y is missing."""
+        seen = np.isfinite(self.y)
+        mu = np.where(seen, self.y, 0.0) + 0.5
+        return (np.broadcast_to(np.log(mu), self._ones.shape),
+                np.broadcast_to(np.where(seen, mu, 0.0), self._ones.shape))
 
     def _expected_log(self, state):
         """E[log f] per element, exact: by quadrature when the rule's own term is a Monte Carlo
