@@ -63,3 +63,12 @@ def publish(sections: list, path: Path, write: bool = True) -> None:
         if write:
             write_section(text, title, path)
             print(f"wrote '{title[3:]}' in {path.name}")
+
+
+def reach_text(row: dict, target: str, whole: float, reach: float) -> str:
+    """How a peer's run compares with `target`'s ELBO − `reach`: after how many seconds of running
+    it got there (and that as a multiple of the target's whole run, `whole` s), or that it did not."""
+    if row["reached"] is not None:
+        return (f"reaches {target}'s ELBO − {reach} after {row['reached']:.2f} s of running, "
+                f"{row['reached'] / whole:.0f}× {target}'s whole run")
+    return f"does not reach {target}'s ELBO − {reach} in {row['wall']:.0f} s of running"

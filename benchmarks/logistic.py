@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, write_section  # noqa: E402  (before numpy: one BLAS thread)
+from benchmarks._report import machine, reach_text, write_section  # noqa: E402  (before numpy: one BLAS thread)
 
 import numpy as np  # noqa: E402
 from scipy.special import expit  # noqa: E402
@@ -211,10 +211,7 @@ def verdicts(name, best, target):
     for label, r in best.items():
         if r is None or not label.startswith(("NumPyro", "PyMC")):
             continue
-        reached = (f"reaches ppl ncvmp's ELBO − {REACH} after {r['reached']:.2f} s of running, "
-                   f"{r['reached'] / ncvmp['wall']:.0f}× ppl ncvmp's whole run") if r["reached"] is not None else \
-            f"does not reach ppl ncvmp's ELBO − {REACH} in {r['wall']:.0f} s of running"
-        lines.append(f"INFO: {name}: {label} {reached}")
+        lines.append(f"INFO: {name}: {label} {reach_text(r, 'ppl ncvmp', ncvmp['wall'], REACH)}")
     return lines
 
 

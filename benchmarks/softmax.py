@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, one_xla_thread, write_section  # noqa: E402  (before numpy)
+from benchmarks._report import machine, one_xla_thread, reach_text, write_section  # noqa: E402  (before numpy)
 
 import numpy as np  # noqa: E402
 
@@ -257,10 +257,8 @@ def verdicts(name, rows, sweep):
                  f"{rows[1]['steps']} sweeps at {rows[1]['elbo']:.6f}")
     for r in rows:
         if r["method"].startswith("NumPyro") and not r.get("missing"):
-            reached = (f"reaches ppl's ELBO − {REACH} after {r['reached']:.2f} s of running, "
-                       f"{r['reached'] / ppl_row['wall']:.0f}× ppl's whole run") if r["reached"] is not None else \
-                f"does not reach ppl's ELBO − {REACH} in {r['wall']:.0f} s of running (it ends at {r['elbo']:.4f})"
-            lines.append(f"INFO: {name}: {r['method']} {reached}")
+            ends = f" (it ends at {r['elbo']:.4f})" if r["reached"] is None else ""
+            lines.append(f"INFO: {name}: {r['method']} {reach_text(r, 'ppl', ppl_row['wall'], REACH)}{ends}")
     return lines
 
 

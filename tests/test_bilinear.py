@@ -274,7 +274,7 @@ def test_piecewise_bound_on_binary_fa_is_below_the_exact_term_within_nj_epsilon(
     """Σ_nj piecewise term ≤ Σ_nj E_q[log σ((2y − 1)η)] (Gauss–Hermite on each margin, computed
     here from q's means and covariances) ≤ the same + N·J·ε_max (thesis Thm 4.6.2)."""
     from ppl.infer.piecewise import table
-    from ppl.infer.factors.glm import PIECEWISE_KIND, PIECEWISE_PIECES
+    from ppl.infer.factors.glm_options import PIECEWISE_KIND, PIECEWISE_PIECES
     y = pd.read_csv(MODELS / "binary_fa.csv").to_numpy(dtype=float)
     post = ppl.load(MODELS / "binary_fa.vim").infer(MODELS / "binary_fa.csv", methods={"y": "bound:piecewise"},
                                                     seed=0, tol=1e-8)

@@ -23,6 +23,7 @@ import numpy as np
 from . import forward_backward as fb
 from .base import ExponentialFamily, dot_last, leading, qs_column, require_count
 from .categorical import indicator_sd
+from .chain_sampling import sample
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class CategoricalChain(ExponentialFamily):
 
     def sample(self, nat, rng: np.random.Generator, n: int | None = None):
         """Joint draws of every sequence (FFBS): integer codes, shape leading(n) + (T,)."""
-        draws = fb.sample(np.asarray(nat, float), self.k, self._chains, rng, 1 if n is None else n)
+        draws = sample(np.asarray(nat, float), self.k, self._chains, rng, 1 if n is None else n)
         return draws[0] if n is None else draws.reshape(leading(n) + draws.shape[1:])
 
     def mean(self, nat) -> np.ndarray:

@@ -17,7 +17,8 @@ from ppl.infer.factors.discrete_chain import ChainStart, DiscreteTransition, dis
 from ppl.infer.factors.gamma_cvi import GammaCVIFactor, gamma_role
 from ppl.infer.factors.factorial import FactorialNormal, is_factorial
 from ppl.infer.factors.gaussian import GaussianFactor
-from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor, cvi_step, step_size
+from ppl.infer.factors.glm import APPROXIMATIONS, GLMFactor
+from ppl.infer.factors.glm_options import cvi_step, step_size
 from ppl.infer.factors.joint import JointGaussian, JointPrior, group_key
 from ppl.infer.factors.poisson_rate import PoissonRateFactor, is_positive_rate
 from ppl.infer.factors.softmax import SoftmaxFactor, is_softmax
@@ -75,6 +76,14 @@ class Problem:
     levels: tuple = ()  # (factorial factor, its levels) updated jointly (ppl.infer.factorial_levels)
     class_shifts: dict = field(default_factory=dict)  # softmax class weights -> class axis (ppl.infer.softmax_shift)
     intercept_shifts: dict = field(default_factory=dict)  # later name -> [(a, u)] (ppl.infer.intercept_shift)
+
+    def own(self, name: str) -> list:
+        """The factors of `name`'s own statements (its prior): those whose target it is."""
+        return [f for f in self.neighbours[name] if f.target.name == name]
+
+    def prior_message(self, state, name: str):
+        """Σ of the messages to `name` from its own statements."""
+        return sum(f.message(state, name) for f in self.own(name))
 
     @property
     def inner(self) -> int:

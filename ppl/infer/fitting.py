@@ -13,7 +13,7 @@ def fit(checked, dataset, analysis, spec, options, progress=None, source=None, c
     """(Posterior, Run) of one run of `checked` on `dataset`; `initial(problem, rng)`: the
     starting state (default: `ppl.infer.initialise`)."""
     from ppl.infer import build_problem, run
-    from ppl.infer.posterior import build_posterior
+    from ppl.infer.posterior_build import build_posterior
     from ppl.infer.state import NumericalBreakdown
     problem = build_problem(checked, dataset, analysis, spec)
     with np.errstate(all="ignore"):  # overflow is detected (a non-finite ELBO names its factor), not warned

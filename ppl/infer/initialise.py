@@ -57,7 +57,7 @@ def initialise(problem, rng: np.random.Generator, skip=frozenset()) -> State:
     for name in latent:
         family = problem.families[name]
         if name in problem.low_rank:  # N(0, I) held in data space: no D × D array; none when `_start` sets it
-            if not any(f.target.name == name for f in problem.neighbours[name]):
+            if not problem.own(name):
                 state.set(name, GaussianSum(Diagonal(np.zeros(family.dim), np.ones(family.dim))).solve(family))
             continue
         size = int(np.prod(problem.shapes[name], dtype=np.int64))
@@ -149,7 +149,8 @@ def _count_start(problem, state) -> None:
         for name in [n for n in problem.order if n in factor.reads]:
             family = problem.families[name]
             if family.name == "GaussianBlock":
-                sources = [functools.partial(f.message, state, name) for f in problem.neighbours[name] if f is not factor]
+                sources = [functools.partial(f.message, state, name) for f in problem.neighbours[name]
+                           if f is not factor]
             elif family.name in ("Normal", "MvNormal"):
                 sources = _own(problem, state, name)
             else:
@@ -167,7 +168,7 @@ def _count_start(problem, state) -> None:
 
 def _own(problem, state, name: str) -> list:
     """The messages to `name` from its own statements, as functions of `factored`."""
-    return [functools.partial(f.message, state, name) for f in problem.neighbours[name] if f.target.name == name]
+    return [functools.partial(f.message, state, name) for f in problem.own(name)]
 
 
 def _draw_mean(state, name: str, rng) -> None:

@@ -77,7 +77,7 @@ def shift_intercepts(problem, state, a: str, u: str) -> None:
     moved = {}
     for name in (a, u):
         family = state.families[name]
-        prior = sum(f.message(state, name) for f in problem.neighbours[name] if f.factor.target.name == name)
+        prior = problem.prior_message(state, name)
         q = family.params(state.natural[name])
         p = family.params(np.broadcast_to(prior, state.natural[name].shape))
         moved[name] = (family, q, p["precision"], q["mean"] - p["mean"])

@@ -1,6 +1,7 @@
 """The approximate posterior: per-variable marginals of q, the ELBO and its trace.
 
-A `Posterior` is built once from a finished run (or loaded from the file it was saved to) and
+A `Posterior` is built once from a finished run (`ppl.infer.posterior_build`) or loaded from the
+file it was saved to, and
 never changes. Each variable has a marginal (`ppl.infer.marginals`). It also knows what a
 report needs to be readable: which variables are local (one per row, token or document), which
 mixture components a category selects, the names and coordinates of every axis, and the model
@@ -9,15 +10,11 @@ and data it came from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ppl.infer import selection
-from ppl.infer.factors.joint import group_key
-from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws, KernelMarginal
-from ppl.infer.state import NumericalBreakdown
 
 QUANTILES = (0.025, 0.975)
 SUMMARY_COLUMNS = ("variable", "family", "mean", "sd", "q2.5", "q97.5")
@@ -283,53 +280,6 @@ def _list(array) -> list | float:
     return array.tolist()
 
 
-def build_posterior(problem, run, analysis) -> Posterior:
-    """Marginals for every latent variable (groups split in two) and imputed data cells, in the
-    order of the model's declarations, with what reports need to know about them."""
-    from ppl.infer.labels import dims_and_coords
-    state, model = run.state, problem.model
-    q = {}
-    for name in model.variables:
-        kernel = state.kernel_of(name)
-        if kernel is not None and problem.shapes[name] == ():
-            q[name] = KernelMarginal(problem.families[name], kernel)
-        elif name in state.natural:
-            nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
-            q[name] = _own(problem, state, name, nat)
-    joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
-                        state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
-                        model.variables[g.mean].dist == "Normal") for g in analysis.groups]
-    marginals = assemble(list(model.variables), q, joint)
-    components = {s: {v: a for v, a in members.items() if v in marginals}
-                  for s, members in analysis.components.items() if s in marginals}
-    data = problem.dataset.arrays
-    shapes = {n: _draw_shape(n, m) for n, m in marginals.items()} | {n: np.shape(v) for n, v in data.items()}
-    dims, coords = dims_and_coords(model, problem.dataset, shapes, components)
-    scopes = {name: analysis.scopes.get(name, ("data",))[0] for name in marginals}
-    observed = tuple(n for n in data if model.factors_of(n))
-    return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
-                     run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
-                     list(problem.dataset.notes) + list(run.warnings),
-                     joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
-                     origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
-                     run.convergence, run.interrupted)
-
-
-def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:
-    """q of a variable; a partially observed response whose predictive `predict` computes as a
-    `Mixture` (not a categorical's class table) reports its empty cells by that predictive."""
-    family, mask = problem.families[name], problem.dataset.masks.get(name)
-    f = next((f for f in problem.factors if mask is not None and f.factor.target.name == name), None)
-    if f is None or f.factor.dist.name in ("Categorical", "OrderedLogistic"):
-        return FamilyMarginal(family, natural, mask)
-    from ppl.infer.predict.predictive import predicted, response_mixture  # scipy.stats: only here
-    if not predicted(problem, f):
-        return FamilyMarginal(family, natural, mask)
-    if type(f).__name__ == "JointGaussian":  # a vector response: predicted by whole rows
-        return FamilyMarginal(family, natural, mask)
-    return ImputedMarginal(family, natural, mask, response_mixture(problem, state, name, ~mask.reshape(-1)))
-
-
 def assemble(order: list, q: dict, joint: list) -> dict:
     """Marginals by name in `order`: a variable's own q, or a `@joint` group's two halves (mean
     then precision) where its mean is declared."""
@@ -342,56 +292,6 @@ def assemble(order: list, q: dict, joint: list) -> dict:
         elif name in q and name not in partners:
             marginals[name] = q[name]
     return marginals
-
-
-def _priors(problem, state, q: dict) -> "Priors":
-    """Natural parameters of each variable's own `~` statement at the final q of its parents
-    (the prior itself when its parameters are constants), for plots against the prior."""
-    own = {}
-    for name in q:
-        statements = [f for f in problem.neighbours.get(name, ()) if getattr(f, "factor", None) is not None
-                      and f.factor.target.name == name]
-        if statements and len(statements[0].reads.get(name, ())) == 1:  # the statement reads its target once
-            own[name] = statements[0]
-    return Priors(own, state, problem.shapes)
-
-
-class Priors(Mapping):
-    """name -> the natural parameters of its own statement, each computed when first asked for: a
-    prior `eye(D)` of a q held in data space is D × D only if a plot or a saved file needs it."""
-
-    def __init__(self, own: dict, state, shapes: dict):
-        self._own, self._state, self._shapes, self._values = own, state, shapes, {}
-
-    def __getitem__(self, name):
-        if name not in self._values:
-            message = self._own[name].message(self._state, name)
-            self._values[name] = np.asarray(message).reshape(self._shapes[name] + (-1,))
-        return self._values[name]
-
-    def __iter__(self):
-        return iter(self._own)
-
-    def __len__(self) -> int:
-        return len(self._own)
-
-
-def _draw_shape(name: str, marginal) -> tuple:
-    """`draw_shape`, a q whose precision is not positive definite in floating point (a constant
-    near 1e300 read through a Woodbury solve, which never factors it) reported at its variable."""
-    try:
-        return draw_shape(marginal)
-    except np.linalg.LinAlgError:
-        raise NumericalBreakdown(name, "its precision is not positive definite in floating point") from None
-
-
-def draw_shape(marginal) -> tuple:
-    """Shape of one draw: the mean's, without the probabilities axis of a Categorical; a discrete
-    chain's, one state per row of λ (its mean would cost a forward–backward)."""
-    if marginal.name == "CategoricalChain":
-        return np.shape(marginal.natural)[:-1]
-    shape = np.shape(marginal.mean)
-    return shape[:-1] if marginal.name == "Categorical" else shape
 
 
 def origin(model, dataset) -> dict:

@@ -58,7 +58,7 @@ def shift_groups(problem) -> tuple:
 def shift_classes(problem, state, name: str, axis: int) -> None:
     """Move q(name) to the best point of the ridge along its class axis (module docstring)."""
     family, natural = state.families[name], state.natural[name]
-    prior = sum(f.message(state, name) for f in problem.neighbours[name] if isinstance(f, GaussianFactor))
+    prior = problem.prior_message(state, name)  # its Gaussian priors (`shift_groups`)
     q, p = family.params(natural), family.params(np.broadcast_to(prior, natural.shape))
     shape = problem.shapes[name]  # λ holds one element a row: the plates back as axes, for `axis`
     event = q["mean"].shape[1:]

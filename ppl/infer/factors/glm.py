@@ -37,12 +37,12 @@ from ppl.infer import likelihoods
 from ppl.diagnostics import ModelError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
+from ppl.infer.factors.glm_options import cvi_step, minibatch, piecewise_rule, step_size
 from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
 from ppl.infer.linear import LinearBuilder, margin, take_rows
 from ppl.infer.linear_message import read_message
 from ppl.infer.repeated import find_repeats
 from ppl.lang import ast
-from ppl.lang.schedule import CVI_KAPPA, CVI_STEP
 
 MIN_PRECISION = 1e-10  # a site never has zero or negative precision (guards non-log-concave f)
 TRUST = 1e4  # a site may shrink its margin's variance v by this factor at most in one step (τ̃ ≤ TRUST / v)
@@ -59,7 +59,6 @@ APPROXIMATIONS = {
     "delta": likelihoods.delta,
 }
 LOGISTIC_ONLY = ("bound:jaakkola", "bound:bohning")
-PIECEWISE_KIND, PIECEWISE_PIECES = "quadratic", 10  # error at most 0.0013 nats per data point
 
 
 class GLMFactor(FactorRuntime):
@@ -74,7 +73,7 @@ class GLMFactor(FactorRuntime):
             raise Unsupported(f"`@cvi(form={self.form})` on `{factor.name}`: the form is `meanfield` (Alg. 2) "
                               "or `site` (Alg. 1)", factor.span)
         self.step = cvi_step(options)
-        self.batch = _minibatch(options, factor, self.plate.shape)
+        self.batch = minibatch(options, factor, self.plate.shape)
         self.likelihood, eta = self._likelihood(factor, rule)
         if self.batch is not None and factor.dist.name == "Normal":
             raise Unsupported(f"`@cvi(minibatch=...)` on the Normal likelihood `{factor.name}`: minibatches run for "
@@ -94,7 +93,7 @@ class GLMFactor(FactorRuntime):
         logistic = self.likelihood.name in ("Bernoulli–logistic", "Binomial–logistic")
         if (rule in LOGISTIC_ONLY and not logistic) or (rule == "bound:piecewise" and self.likelihood.llp_form is None):
             raise Unsupported(f"`{rule}` needs a logistic link in `{self.name}`", factor.span)
-        self.approximation = _piecewise(options, factor) if rule == "bound:piecewise" else APPROXIMATIONS[rule]
+        self.approximation = piecewise_rule(options, factor) if rule == "bound:piecewise" else APPROXIMATIONS[rule]
         # a closed form costs no more than gathering its values (and Normal's holds each row's precision)
         closed = self.likelihood.closed_form is not None
         self.repeats = None if self.drawn or closed else find_repeats(self.margin, self.y, self.n)
@@ -354,46 +353,6 @@ def gaussian_site(m, v, g1, g2):
     newton = np.maximum(-g2, MIN_PRECISION)
     tau = np.minimum(newton, TRUST / np.maximum(v, 1e-300))
     return m + g1 / newton, tau
-
-
-def cvi_step(options) -> tuple[float, float]:
-    """(β, κ) of a `@cvi` annotation's step ρ_t = β·t^−κ."""
-    return float(options.get("step", CVI_STEP)), float(options.get("kappa", CVI_KAPPA))  # Robbins–Monro: κ ∈ (½, 1]
-
-
-def step_size(step: tuple, t: int) -> float:
-    """ρ_t = β·t^−κ for step = (β, κ): the engine's damping of a node, or a factor's of its sites."""
-    beta, kappa = step
-    return beta * t ** -kappa
-
-
-def _minibatch(options, factor, plate_shape):
-    """The `minibatch` option: rows of the first plate axis per step (None: the whole plate)."""
-    if "minibatch" not in options:
-        return None
-    batch, total = options["minibatch"], plate_shape[0] if plate_shape else 1
-    if not (isinstance(batch, int) and 2 <= batch <= total):
-        raise Unsupported(f"`@cvi(minibatch={batch})` on `{factor.name}`: a whole number of rows from 2 to "
-                          f"the plate's {total}", factor.span)
-    return None if batch == total else batch
-
-
-def _piecewise(options, factor):
-    """The rule of the shipped piecewise bound named by `@piecewise(pieces=R, kind=linear|quadratic)`."""
-    return likelihoods.piecewise(piecewise_table(options, factor, "piecewise"))
-
-
-def piecewise_table(options, factor, annotation: str):
-    """The shipped bound on llp named by `@annotation(pieces=R, kind=...)` (default quadratic, R = 10),
-    or a located E500 naming the choices."""
-    from ppl.infer.piecewise import table
-    kind, pieces = str(options.get("kind", PIECEWISE_KIND)), options.get("pieces", PIECEWISE_PIECES)
-    try:
-        if not isinstance(pieces, int):
-            raise ValueError(f"pieces must be a whole number, not {pieces}")
-        return table(kind, pieces)
-    except ValueError as exc:
-        raise Unsupported(f"`@{annotation}` on `{factor.name}`: {exc}", factor.span) from None
 
 
 def _observed(dataset, name):

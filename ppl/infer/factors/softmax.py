@@ -24,7 +24,8 @@ from scipy import special
 from ppl.infer import softmax
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
-from ppl.infer.factors.glm import gaussian_site, piecewise_table
+from ppl.infer.factors.glm import gaussian_site
+from ppl.infer.factors.glm_options import piecewise_table
 from ppl.infer.linear import LinearBuilder, margin
 from ppl.infer.linear_message import read_message
 from ppl.lang import ast

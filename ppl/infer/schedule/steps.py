@@ -89,9 +89,8 @@ def restart_locals(problem, state, local) -> None:
     """Each local variable from its own statement's message again (dependency order): its prior,
     given the other locals already restarted."""
     for name in (n for n in problem.latent if n in local):
-        own = [f for f in problem.neighbours[name] if f.target.name == name]
-        if own:
-            state.set(name, sum(f.message(state, name) for f in own))
+        if problem.own(name):
+            state.set(name, problem.prior_message(state, name))
 
 
 def random_globals(problem, names, rng) -> dict:
