@@ -15,6 +15,7 @@ import numpy as np
 from ppl.infer.state import NumericalBreakdown
 
 SMALLEST = 2.0 ** -12
+STUCK = 10  # refused steps in a row that stop a stochastic run (CVI's refuses at most 2 running on models/)
 
 
 def searched_step(problem, state, name: str, total: np.ndarray, damping: float, judged: bool = True) -> float:

@@ -107,22 +107,19 @@ def _narrow(problem, state) -> None:
     1/σ: with covariates in dollars under N(0, I) (σ ≈ 4e4) the first NC-VMP step jumps ~1e5
     logits, and no damping of the natural parameters brings it back (the data's precision swamps
     any step). Scaling λ by s scales a Gaussian's precision by s and keeps its mean; the
-    variance of a margin linear in the latents falls by s. Only the start: the fixed point is the
-    same, and on the models in models/ (widest margins under 500) nothing changes."""
+    variance of a margin linear in the latents falls by s. A Gaussian block's λ (h, −J/2) scales
+    the same way, as one q. Only the start: the fixed point is the same, and on the models in
+    models/ (widest margins under 500) nothing changes."""
     for factor in problem.factors:
         if not isinstance(factor, (GLMFactor, SoftmaxFactor)):
             continue
-        forms = factor.forms if isinstance(factor, SoftmaxFactor) else [factor.margin]
-        rows = np.unique(np.linspace(0, factor.plate.shape[0] - 1, MEASURED).astype(np.int64)) \
-            if factor.plate.shape and factor.plate.shape[0] > MEASURED else None  # else every row
-        widest = max(float(np.max(margin(state, form if rows is None else take_rows(form, rows)[0])[1],
-                                  initial=0.0)) for form in forms)
+        widest, reads = _widest_margin(factor, state)
         if not WIDEST < widest < np.inf:  # NaN (an unset read) too; data near 1e300 are reported by the run
             continue
         narrowed = []
-        for name in sorted({a.name for form in forms for a in form.reads()}):
+        for name in reads:
             family = problem.families[name]
-            if family.name not in ("Normal", "MvNormal"):
+            if family.name not in ("Normal", "MvNormal", "GaussianBlock"):
                 continue
             narrowed.append(f"`{name}`")
             total = state.factored.get(name)
@@ -135,6 +132,21 @@ def _narrow(problem, state) -> None:
                                f"`{factor.name}` have sd up to {np.sqrt(widest):.2g}, far wider than its link varies "
                                f"over (covariates on their own scale, such as dollars, make a N(0, 1) weight "
                                f"nearly flat; standardise them if that is not meant)")
+
+
+def _widest_margin(factor, state) -> tuple[float, list]:
+    """(the largest variance of `factor`'s margins under `state`, the latents they read, sorted).
+    A likelihood that reads a Gaussian block (`BlockGLM`) is measured on every row, with the
+    block's covariances; any other on `MEASURED` rows, evenly spaced."""
+    if hasattr(factor, "block_key"):
+        reads = {a.name for a in factor.rest.reads()} | {factor.block_key}
+        return float(np.max(factor._margin(state)[1], initial=0.0)), sorted(reads)
+    forms = factor.forms if isinstance(factor, SoftmaxFactor) else [factor.margin]
+    rows = np.unique(np.linspace(0, factor.plate.shape[0] - 1, MEASURED).astype(np.int64)) \
+        if factor.plate.shape and factor.plate.shape[0] > MEASURED else None  # else every row
+    widest = max(float(np.max(margin(state, form if rows is None else take_rows(form, rows)[0])[1], initial=0.0))
+                 for form in forms)
+    return widest, sorted({a.name for form in forms for a in form.reads()})
 
 
 def _count_start(problem, state) -> None:

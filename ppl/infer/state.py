@@ -76,6 +76,7 @@ class State:
         # stopping rule sets it); a noisier term is computed exactly instead
         self.noise = 0.0
         self.notes: list = []  # what the start did that the reader should know (ppl.infer.initialise)
+        self.refused: dict = {}  # name -> searched steps refused in a row (ppl.infer.update)
 
     @property
     def rng(self) -> np.random.Generator:

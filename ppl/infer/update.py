@@ -38,15 +38,18 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
         total = total.dense()
         damping = 1.0 if mixed else damping  # the damped λ already
     if name in problem.searched:  # a Newton step on a block with a log precision
-        from ppl.infer.block_step import SMALLEST, searched_step
+        from ppl.infer.block_step import SMALLEST, STUCK, searched_step
         # Laplace's messages are derivatives at the point, not the gradient of its objective: not judged by it
         judged = all(getattr(f, "rule", None) != "laplace" for f in problem.neighbours[name])
-        # judged by the objective, deterministic: a step that keeps λ is not at a fixed point, where the
-        # full step keeps the objective
-        if not searched_step(problem, state, name, total, damping, judged) and judged and not problem.stochastic:
+        step = searched_step(problem, state, name, total, damping, judged)
+        refused = state.refused[name] = state.refused.get(name, 0) + 1 if judged and not step else 0
+        # judged by the objective, a deterministic step that keeps λ is not at a fixed point (where the full
+        # step keeps the objective); under CVI a noisy step may be refused, STUCK in a row may not
+        if refused >= (STUCK if problem.stochastic else 1):
+            running = f" in {STUCK} sweeps running" if problem.stochastic else ""
             raise NumericalBreakdown(name, f"no step along its natural gradient, down to 1/{round(1 / SMALLEST)} of "
-                                     "it, keeps the ELBO from falling (its Newton step overshoots from here: data "
-                                     "far from the prior's scale?); fit these variables without the block")
+                                     f"it, keeps the ELBO from falling{running} (its Newton step overshoots from "
+                                     "here: data far from the prior's scale?); fit these variables without the block")
         return
     if name in problem.guarded or name in problem.damped:  # no step may leave the parameter space
         total = shrink_until_valid(state.families[name], state.natural[name], total, damping, name,
