@@ -247,13 +247,12 @@ def _run_record(args, constants) -> dict:
     """What produced a result file: ppl's version, the seed, the options and the input paths."""
     from ppl import __version__
     options = {"set": constants, "method": dict(args.method), "max_iter": args.max_iter, "tol": args.tol,
-               "restarts": args.restarts, "time_limit": args.time_limit, "draws": args.draws or 0}
-    if args.gaussian_block is not None:
-        options["gaussian_block"] = args.gaussian_block
-    if args.grid is not None:
-        options["grid"] = args.grid
-    if args.vars is not None:  # what was listed: the document itself keeps every variable
-        options["vars"] = args.vars
+               "mean_tol": args.mean_tol, "restarts": args.restarts, "time_limit": args.time_limit,
+               "draws": args.draws or 0}
+    given = {"accelerate": _accelerate(args), "schedule": args.schedule, "stream": args.stream or None,
+             "na": args.na, "gaussian_block": args.gaussian_block, "grid": args.grid, "workers": args.workers,
+             "dask": args.dask, "vars": args.vars}  # vars: what was listed; the document keeps every variable
+    options.update({k: v for k, v in given.items() if v is not None})
     return {"ppl": __version__, "seed": args.seed, "options": options,
             "inputs": {"model": args.model, "data": args.data}}
 

@@ -263,8 +263,8 @@ def test_json_records_the_run_and_the_same_seed_gives_the_same_json(gp_files, tm
         documents.append(document)
     run = documents[0]["run"]
     assert run == {"ppl": ppl.__version__, "seed": 7, "inputs": {"model": str(model), "data": str(data)},
-                   "options": {"set": {"ell": 1.5}, "method": {}, "max_iter": 40, "tol": 1e-6, "restarts": 1,
-                               "time_limit": None, "draws": 0}}
+                   "options": {"set": {"ell": 1.5}, "method": {}, "max_iter": 40, "tol": 1e-6, "mean_tol": 1e-5,
+                               "restarts": 1, "time_limit": None, "draws": 0}}
     assert documents[0] == documents[1]
     assert documents[0]["variables"] != documents[2]["variables"]
 

@@ -18,6 +18,9 @@ def test_a_streamed_run_asked_for_a_local_writes_its_output_and_says_why(tmp_pat
     assert code == 0 and out.is_file()
     document = json.loads(out.read_text())  # a loadable posterior: every variable, and the patterns recorded
     assert "beta" in document["variables"] and document["run"]["options"]["vars"] == "z,beta"
+    # the options that made the run, so that it can be made again (the schedule and --stream were missing)
+    assert {k: document["run"]["options"][k] for k in ("schedule", "stream", "max_iter")} == {
+        "schedule": "svi(batch=20)", "stream": True, "max_iter": 1}
     assert ("note: --vars z: `z` is not in this posterior: a streamed or cluster run keeps the global variables "
             "only") in report.splitlines()
     assert any(line.startswith("beta[1,") for line in report.splitlines())
