@@ -76,6 +76,19 @@ def test_blank_lines_at_the_end_are_dropped(tmp_path):
     assert column(table, "a") == ["1", "3"]
 
 
+def test_trailing_rows_with_every_read_cell_missing_are_left_out_with_a_note(tmp_path):
+    """They were dropped unsaid: a response left empty on the last rows of a DataFrame vanished."""
+    one = ppl.compile("data y: real[N]\nmu ~ Normal(0, 1)\nfor n in 1..N { y[n] ~ Normal(mu, 1) }")
+    dataset = one.bind(pd.DataFrame({"y": [1.0, np.nan, 3.0, np.nan, np.nan]}))
+    assert dataset.sizes["N"] == 3 and dataset.masks["y"].tolist() == [True, False, True]
+    assert dataset.notes == ("the last 2 rows (rows 4-5) have every cell the model reads missing and are left out, "
+                             "as blank lines at the end of a file are (to predict such rows: `ppl predict`, "
+                             "`Posterior.predict`)",)
+    dataset = one.bind(csv_file(tmp_path, "y,x\n1,0\n2,0\n,7\n"))  # x is not read
+    assert dataset.sizes["N"] == 2 and dataset.notes[-1].startswith("the last row (row 3) has every cell")
+    assert one.bind(pd.DataFrame({"y": [1.0, np.nan, 3.0]})).notes == ()
+
+
 @pytest.mark.parametrize("text, line, row, fields", [
     ("a,b\n1,2\n3,4\n5,6,7\n", 4, 3, "3 fields"),
     ("a,b\n1,2\n\n3\n", 4, 3, "1 field"),  # the blank line counts as a line and a row

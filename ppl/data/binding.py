@@ -58,7 +58,21 @@ def bind(model: CheckedModel, data, source: str | None = None, na=None) -> Datas
     raws = {d: (_head(found[d], rows), columns) for d, columns in plan.items()}
     unused = [c for c in reader.columns if c not in kinds]
     notes = (f"columns not used by the model: {', '.join(unused)}",) if unused else ()
-    return assemble(model, raws, reader.name, notes)
+    return assemble(model, raws, reader.name, notes + _dropped_note(found, rows))
+
+
+def _dropped_note(found: dict, rows: int) -> tuple:
+    """The note that trailing rows with every read cell missing were left out, if any were: a
+    response left empty on the last rows would otherwise vanish unsaid."""
+    first = next(iter(found.values()), None)
+    first = first[0] if isinstance(first, list) else first
+    total = len(first.codes if isinstance(first, Coded) else first) if first is not None else rows
+    if total == rows:
+        return ()
+    which = f"the last {total - rows} rows (rows {rows + 1}-{total}) have" if total - rows > 1 else \
+        f"the last row (row {total}) has"
+    return (f"{which} every cell the model reads missing and {'are' if total - rows > 1 else 'is'} left out, as "
+            "blank lines at the end of a file are (to predict such rows: `ppl predict`, `Posterior.predict`)",)
 
 
 def plan_columns(model: CheckedModel, reader) -> dict:
