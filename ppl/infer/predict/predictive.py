@@ -2,7 +2,8 @@
 
 - `y ~ Bernoulli(logistic(η))`, `probit`, `Binomial(n, logistic(η))`, `Poisson(exp(η))`: η is
   Gaussian under q, N(m, v) per cell (the margin the non-conjugate rules integrate over);
-  Gauss–Hermite with `NODES` nodes turns E_q[p(y | η)] into the mixture over the nodes, so
+  Gauss–Hermite with `NODES` nodes (a wide margin: the fitting's split Gauss–Legendre rule,
+  `margin_nodes`) turns E_q[p(y | η)] into the mixture over the nodes, so
   P(y = 1) = E_q[σ(η)] for a logistic regression.
 - `y ~ Categorical(p)` with p Dirichlet under q (LDA's `word[t] ~ Categorical(beta[z[t]])`):
   P(y = k) = Σ_j r_j E[p_jk], the components mixed by q(z) (`CategoricalMixture`; the log
@@ -29,10 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from ppl.infer.likelihoods import margin_nodes
 from ppl.infer.linear import margin
 from ppl.lang import ast
 
-NODES = 96  # Gauss–Hermite nodes over a Gaussian margin: E[σ(η)] to 1e-12 for sd(η) up to 4
+NODES = 96  # Gauss–Hermite nodes over a narrow margin: E[σ(η)] to 1e-12 for sd(η) up to 4; wider: split Legendre
 GAMMA_NODES = 48  # Gauss–Legendre nodes over the quantiles of a Gamma precision (`_gamma_nodes`)
 _CONTINUOUS_STEPS = 80  # bisection steps of a continuous quantile (2^-80 of the bracket)
 
@@ -179,11 +181,10 @@ def _categorical(f, state, at) -> CategoricalMixture:
 
 
 def _ordinal(f, state, at) -> CategoricalMixture:
-    """Gauss–Hermite nodes η_j of the margin; at each, the cumulative logits σ(φ_k − η_j)
+    """Nodes η_j of the margin (`margin_nodes`); at each, the cumulative logits σ(φ_k − η_j)
     differenced into the K level probabilities."""
     m, v = margin(state, f.margin)
-    x, w = np.polynomial.hermite.hermgauss(NODES)
-    eta = m[..., None] + np.sqrt(2.0 * v)[..., None] * x  # plate + (1, J)
+    eta, w = margin_nodes(m, v, NODES)  # plate + (1, J)
     cut = np.asarray(f.data(f.args["cut"]), dtype=float)
     cut = np.broadcast_to(cut, f.builder.shape() + cut.shape[-1:])[..., None, :]  # plate + (1, 1, K − 1)
     below = special.expit(cut - eta[..., None])
@@ -192,7 +193,7 @@ def _ordinal(f, state, at) -> CategoricalMixture:
     probs = np.diff(cumulative, axis=-1)
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
     probs = probs.reshape(cells, -1, probs.shape[-1])
-    weights = np.broadcast_to(w / np.sqrt(np.pi), probs.shape[:2])
+    weights = np.broadcast_to(w, eta.shape).reshape(probs.shape[:2])
     return CategoricalMixture(weights[at], probs[at], _offset(f))
 
 
@@ -284,11 +285,9 @@ def _conjugate(problem, f, state):
 
 
 def _glm(f, state):
-    """Gauss–Hermite nodes of the margin η ~ N(m, v): weights and the family's parameters at σ(η)."""
+    """Nodes of the margin η ~ N(m, v) (`margin_nodes`): weights and the family's parameters at σ(η)."""
     m, v = margin(state, f.margin)
-    x, w = np.polynomial.hermite.hermgauss(NODES)
-    eta = m[..., None] + np.sqrt(2.0 * v)[..., None] * x
-    weights = w / np.sqrt(np.pi)
+    eta, weights = margin_nodes(m, v, NODES)
     dist, link = f.factor.dist.name, f.args["p" if "p" in f.args else "rate"].func
     inverse = {"logistic": special.expit, "probit": special.ndtr, "exp": np.exp}[link]
     mean = inverse(eta)
