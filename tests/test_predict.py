@@ -149,17 +149,20 @@ def test_a_new_group_gets_the_population_level_prediction(hierarchical):
     pred = post.predict(new)
     labels = pred.group_labels
     assert "site_new" in labels and pred.seen[labels.index("site_new")] == -1
-    e_tau = {n: post[n].mean for n in ("tau_a", "tau_b")}
     m_mu = {n: post[n].mean for n in ("mu_a", "mu_b")}
-    g = labels.index("site_new")  # the fold-in's q of a new group with no rows: N(E[μ], 1/E[τ])
+    # a new group with no rows: its prior's moments under q, E[μ] and Var[μ] + E[1/τ]
+    # (tests/test_predict_new_group.py), E[1/τ] = rate/(shape − 1) with rate = E[τ]/sd², shape = E[τ]²/sd²
+    spread = {m: post[m].sd ** 2 + post[t].mean / post[t].sd ** 2 / (post[t].mean ** 2 / post[t].sd ** 2 - 1)
+              for m, t in (("mu_a", "tau_a"), ("mu_b", "tau_b"))}
+    g = labels.index("site_new")
     np.testing.assert_allclose(pred["a"].mean[g], m_mu["mu_a"], atol=1e-12)
-    np.testing.assert_allclose(pred["a"].sd[g], 1 / np.sqrt(e_tau["tau_a"]), atol=1e-12)
+    np.testing.assert_allclose(pred["a"].sd[g], np.sqrt(spread["mu_a"]), rtol=1e-10)
     ma, va = _normal(post, "a")
     mb, vb = _normal(post, "b")
     trained = post.levels["site"]
     for n, (site, x) in enumerate(zip(new["site"], new["x"])):
         if site == "site_new":
-            mean, var = m_mu["mu_a"] + m_mu["mu_b"] * x, 1 / e_tau["tau_a"] + x * x / e_tau["tau_b"]
+            mean, var = m_mu["mu_a"] + m_mu["mu_b"] * x, spread["mu_a"] + x * x * spread["mu_b"]
         else:  # a site seen in training keeps its q(a_g), q(b_g)
             k = trained.index(site)
             mean, var = ma[k] + mb[k] * x, va[k] + x * x * vb[k]

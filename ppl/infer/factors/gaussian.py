@@ -266,6 +266,17 @@ class _Precision:
         alpha, log_alpha = m[..., 1], m[..., 0]  # diag: (plate, C, D)
         return expand(expand(s)) * alpha[..., None] * self.eye, (np.log(s) + log_alpha).sum(-1)
 
+    def expected_variance(self, state):
+        """E[1/precision] of a scalar precision: a constant's inverse, or rate/(shape − 1)/s for
+        s·τ with τ ~ Gamma(shape, rate) (∞ when shape ≤ 1); None for any other kind."""
+        if self.kind == "const" and not self.owner.dim:
+            return 1.0 / self.value
+        if self.kind != "gamma":
+            return None
+        p = state.families[self.access.name].params(self.access.gather(state.natural[self.access.name]))
+        with np.errstate(divide="ignore"):
+            return np.where(p["shape"] > 1, p["rate"] / np.maximum(p["shape"] - 1, 0.0), np.inf) / self.scale
+
     def message(self, state, err):
         s = self.scale
         d = self.owner.dim

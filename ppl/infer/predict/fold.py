@@ -9,8 +9,8 @@ priors and are swept to convergence. Two additions:
   in its factor, through the row-weight mechanism (ppl.infer.weights): it sends no message and
   adds no ELBO term, so it is predicted, not imputed;
 - a group seen in training (a known `site`) is pinned at its q from training (`State.pin`);
-  only new groups are fitted, and a new group with no observed rows keeps the population-level
-  q its prior gives at the globals' q.
+  only new groups are fitted, and the scalar Normal locals of a new group with no observed rows
+  get the moments of their prior under q (`_population_level`): the population-level prediction.
 """
 
 from __future__ import annotations
@@ -71,7 +71,39 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
     _pin_seen(problem, state, posterior, svi.plan, new.seen)
     with np.errstate(all="ignore"):
         svi.e_step(problem, state)
+        _population_level(problem, state, svi.plan)
     return Fold(problem, state, svi.plan, new, held)
+
+
+def _population_level(problem, state, plan) -> None:
+    """A scalar Normal local of an element that no observed cell informs (a new group with no
+    observed rows) ← the moments of its prior under q: mean E[m], variance Var[m] + E[1/τ] for
+    `a[g] ~ Normal(m, τ)`. The fold-in's fixed point, N(E[m], 1/E[τ]), leaves out the spread of
+    q(m) and q(τ) (Jensen: 1/E[τ] < E[1/τ]): a new site's effect came out narrower than the
+    population it is drawn from. A group seen in training is pinned and left as it is."""
+    from ppl.infer.linear import margin
+    for name in plan.locals:
+        family, own = problem.families.get(name), problem.own(name)
+        if getattr(family, "name", "") != "Normal" or len(own) != 1 or not hasattr(own[0], "precision") \
+                or own[0].selector is not None:
+            continue
+        informed = [f.message(state, name) for f in problem.neighbours[name] if f is not own[0]]
+        empty = ~np.any(sum(informed, np.zeros_like(state.natural[name])) != 0, axis=-1)
+        pinned = state.pinned.get(name)
+        if pinned is not None:
+            empty &= ~pinned[0]
+        extra = own[0].precision.expected_variance(state)
+        if not empty.any() or extra is None:
+            continue
+        prior = own[0]
+        index = np.broadcast_to(prior.target.index, prior.builder.shape()).reshape(-1)  # the element each writes
+        mean, variance = margin(state, prior.mean)
+        mean = np.broadcast_to(mean, prior.builder.shape()).reshape(-1)
+        variance = np.broadcast_to(variance + extra, prior.builder.shape()).reshape(-1)
+        natural = state.natural[name].copy()
+        rows = empty[index]
+        natural[index[rows]] = family.natural(mean=mean[rows], precision=1.0 / variance[rows])
+        state.set(name, natural)
 
 
 def _hold(problem, held: dict) -> None:
