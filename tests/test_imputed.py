@@ -142,3 +142,14 @@ def test_draws_output_has_columns_for_the_empty_cells_only(post):
     columns = post.draw_columns(4, seed=0)
     assert [c for c in columns if c.startswith("y[")] == ["y[3]", "y[5]"]
     np.testing.assert_array_equal(columns["y[3]"], post.draws(4, seed=0)["y"][:, 2])
+
+
+def test_an_empty_cell_under_a_grid_mean_has_the_predictive_of_tau_alone():
+    """`mu ... @grid`: in each node's fit μ is a constant, its variance the scalar 0, which the
+    cells' picking broadcast to another shape than the mean's (ValueError, fuzz seed 2283042).
+    Each node's predictive is ∫ N(μ_node, 1/τ) q(τ) dτ, the same for both empty cells."""
+    text = TEXT.replace("mu ~ Normal(0, 0.01)", "mu ~ Normal(0, 0.01) @grid")
+    post = ppl.compile(text).infer(DATA, seed=0)
+    y = post["y"]
+    assert np.isfinite(y.mean[MISSING]).all() and np.isnan(y.mean[~MISSING]).all()
+    assert np.all(y.sd[MISSING] > 0) and y.sd[MISSING][0] == pytest.approx(y.sd[MISSING][1], rel=1e-12)

@@ -324,7 +324,7 @@ def _gaussian(f, state, rows=None):
     plate = f.plate.shape
     def pick(a):
         return a if rows is None else _at_rows(a, plate, rows)
-    m, v = (pick(a) for a in margin(state, f.mean))
+    m, v = (pick(a) for a in np.broadcast_arrays(*margin(state, f.mean)))  # v is 0 for a mean with no latent
     r = pick(f.weights(state))
     precision = f.precision
     if precision.kind == "const":
