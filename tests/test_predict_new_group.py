@@ -56,3 +56,27 @@ def test_the_new_groups_predictive_is_near_the_exact_one_under_q(fitted):
     a, b = effect("mu_a", "tau_a"), effect("mu_b", "tau_b")
     exact = [expit(a - b).mean(), expit(a + b).mean()]
     np.testing.assert_allclose(pred["y"]["mean"].to_numpy()[2:], exact, atol=0.004)
+
+
+def test_a_new_groups_vector_effect_has_its_priors_moments_under_q():
+    """`u[j] ~ MvNormal(mu, Lambda)`: a new group's u has mean E[μ] and covariance
+    Cov[μ] + E[Λ⁻¹] = Cov[μ] + S⁻¹/(ν − D − 1) for q(Λ) = Wishart(ν, S); a seen group keeps its q."""
+    rng = np.random.default_rng(0)
+    group, x = rng.integers(0, 8, 160), rng.normal(size=160)
+    u = rng.multivariate_normal([1.0, -0.5], [[0.5, 0.2], [0.2, 0.3]], 8)
+    data = pd.DataFrame({"site": [f"s{i}" for i in group], "one": 1.0, "x": x,
+                         "y": u[group, 0] + u[group, 1] * x + rng.normal(0, 0.5, 160)})
+    text = ("data site: cat(G)[N]\ndata z: real[N, 2] from (one, x)\ndata y: real[N]\n"
+            "mu ~ MvNormal(zeros(2), eye(2))\nLambda ~ Wishart(5, eye(2))\ntau ~ Gamma(1, 1)\n"
+            "for j in 1..G {\n  u[j] ~ MvNormal(mu, Lambda)\n}\nfor n in 1..N {\n  y[n] ~ Normal(u[site[n]] @ z[n], tau)\n}\n")
+    post = ppl.compile(text).infer(data, seed=0)
+    pred = post.predict(pd.DataFrame({"site": ["s0", "new"], "one": 1.0, "x": 0.0, "y": np.nan}))
+    means, covs = pred["u"].family.mean_cov(pred["u"].natural)
+    new, seen = pred.group_labels.index("new"), pred.group_labels.index("s0")
+    mu_mean, mu_cov = post["mu"].family.mean_cov(post["mu"].natural)
+    wishart = post["Lambda"].family.params(post["Lambda"].natural)
+    np.testing.assert_allclose(means[new], mu_mean, rtol=1e-10)
+    np.testing.assert_allclose(covs[new], mu_cov + np.linalg.inv(wishart["scale"]) / (wishart["dof"] - 3), rtol=1e-10)
+    trained_means, trained_covs = post["u"].family.mean_cov(post["u"].natural)
+    s0 = post.levels["site"].index("s0")
+    np.testing.assert_allclose(covs[seen], trained_covs[s0], rtol=1e-12)

@@ -266,16 +266,22 @@ class _Precision:
         alpha, log_alpha = m[..., 1], m[..., 0]  # diag: (plate, C, D)
         return expand(expand(s)) * alpha[..., None] * self.eye, (np.log(s) + log_alpha).sum(-1)
 
-    def expected_variance(self, state):
-        """E[1/precision] of a scalar precision: a constant's inverse, or rate/(shape − 1)/s for
-        s·τ with τ ~ Gamma(shape, rate) (∞ when shape ≤ 1); None for any other kind."""
-        if self.kind == "const" and not self.owner.dim:
-            return 1.0 / self.value
-        if self.kind != "gamma":
+    def expected_inverse(self, state):
+        """E[precision⁻¹]: a constant's inverse; rate/(shape − 1)/s for s·τ with τ ~ Gamma(shape,
+        rate) (∞ when shape ≤ 1); S⁻¹/(ν − D − 1)/s for s·Λ with Λ ~ Wishart(ν, S) (∞ when
+        ν ≤ D + 1). None for the other kinds."""
+        d = self.owner.dim
+        if self.kind == "const":
+            return np.linalg.inv(self.value) if d else 1.0 / self.value
+        if self.kind not in ("gamma", "wishart") or bool(d) != (self.kind == "wishart"):
             return None
         p = state.families[self.access.name].params(self.access.gather(state.natural[self.access.name]))
-        with np.errstate(divide="ignore"):
-            return np.where(p["shape"] > 1, p["rate"] / np.maximum(p["shape"] - 1, 0.0), np.inf) / self.scale
+        if self.kind == "gamma":
+            spare = p["shape"] - 1
+            return np.where(spare > 0, p["rate"] / np.where(spare > 0, spare, 1.0), np.inf) / self.scale
+        spare = (p["dof"] - d - 1)[..., None, None]
+        return np.where(spare > 0, np.linalg.inv(p["scale"]) / np.where(spare > 0, spare, 1.0), np.inf) \
+            / expand(expand(self.scale))
 
     def message(self, state, err):
         s = self.scale

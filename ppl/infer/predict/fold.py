@@ -9,8 +9,9 @@ priors and are swept to convergence. Two additions:
   in its factor, through the row-weight mechanism (ppl.infer.weights): it sends no message and
   adds no ELBO term, so it is predicted, not imputed;
 - a group seen in training (a known `site`) is pinned at its q from training (`State.pin`);
-  only new groups are fitted, and the scalar Normal locals of a new group with no observed rows
-  get the moments of their prior under q (`_population_level`): the population-level prediction.
+  only new groups are fitted, and the Normal and MvNormal locals of a new group with no observed
+  rows get the moments of their prior under q (`_population_level`): the population-level
+  prediction.
 """
 
 from __future__ import annotations
@@ -76,33 +77,37 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
 
 
 def _population_level(problem, state, plan) -> None:
-    """A scalar Normal local of an element that no observed cell informs (a new group with no
-    observed rows) ← the moments of its prior under q: mean E[m], variance Var[m] + E[1/τ] for
-    `a[g] ~ Normal(m, τ)`. The fold-in's fixed point, N(E[m], 1/E[τ]), leaves out the spread of
-    q(m) and q(τ) (Jensen: 1/E[τ] < E[1/τ]): a new site's effect came out narrower than the
-    population it is drawn from. A group seen in training is pinned and left as it is."""
-    from ppl.infer.linear import margin
+    """A Normal or MvNormal local of an element that no observed cell informs (a new group with
+    no observed rows) ← the moments of its prior under q: mean E[m], variance Var[m] + E[1/τ]
+    for `a[g] ~ Normal(m, τ)` (covariance Cov[m] + E[Λ⁻¹] for `u[g] ~ MvNormal(m, Λ)`). The
+    fold-in's fixed point, N(E[m], 1/E[τ]), leaves out the spread of q(m) and q(τ) (Jensen:
+    1/E[τ] < E[1/τ]): a new site's effect came out narrower than the population it is drawn
+    from. A group seen in training is pinned and left as it is."""
+    from ppl.infer.linear import _mean_spread
     for name in plan.locals:
         family, own = problem.families.get(name), problem.own(name)
-        if getattr(family, "name", "") != "Normal" or len(own) != 1 or not hasattr(own[0], "precision") \
-                or own[0].selector is not None:
+        if getattr(family, "name", "") not in ("Normal", "MvNormal") or len(own) != 1 \
+                or not hasattr(own[0], "precision") or own[0].selector is not None:
             continue
         informed = [f.message(state, name) for f in problem.neighbours[name] if f is not own[0]]
         empty = ~np.any(sum(informed, np.zeros_like(state.natural[name])) != 0, axis=-1)
         pinned = state.pinned.get(name)
         if pinned is not None:
             empty &= ~pinned[0]
-        extra = own[0].precision.expected_variance(state)
+        extra = own[0].precision.expected_inverse(state)
         if not empty.any() or extra is None:
             continue
-        prior = own[0]
+        prior, event = own[0], tuple(getattr(family, "event_shape", ()))
         index = np.broadcast_to(prior.target.index, prior.builder.shape()).reshape(-1)  # the element each writes
-        mean, variance = margin(state, prior.mean)
-        mean = np.broadcast_to(mean, prior.builder.shape()).reshape(-1)
-        variance = np.broadcast_to(variance + extra, prior.builder.shape()).reshape(-1)
-        natural = state.natural[name].copy()
+        mean, spread = _mean_spread(state, prior.mean)
+        mean = np.broadcast_to(mean, prior.builder.shape() + event).reshape((-1,) + event)
+        spread = np.broadcast_to(spread + extra, prior.builder.shape() + 2 * event).reshape((-1,) + 2 * event)
         rows = empty[index]
-        natural[index[rows]] = family.natural(mean=mean[rows], precision=1.0 / variance[rows])
+        if not rows.any():
+            continue
+        natural = state.natural[name].copy()
+        precision = np.linalg.inv(spread[rows]) if event else 1.0 / spread[rows]
+        natural[index[rows]] = family.natural(mean=mean[rows], precision=precision)
         state.set(name, natural)
 
 
