@@ -114,3 +114,30 @@ def test_laplace_on_the_counts_converges_with_the_step():
     """Without it `laplace` ended unconverged after 500 sweeps."""
     post = ppl.compile(POISSON).infer(_data(True), seed=0, methods={"y": "laplace"})
     assert post.converged and post.iterations < 20
+
+
+CROSSED = """
+data g: int[N]
+data h: int[N]
+data y: int[N]
+const G = 30
+const H = 20
+u ~ Normal(zeros(G), 1)
+v ~ Normal(zeros(H), 1)
+y ~ Poisson(exp(u[g] + v[h]))
+"""
+
+
+def test_crossed_effects_trade_along_their_ridge_too():
+    """u[g] + v[h] with no intercept: u + c, v − c moves no margin. The pair is found, and the
+    default run reaches in 8 sweeps the fixed point of a run 1e4 times tighter (48 without it)."""
+    rng = np.random.default_rng(0)
+    g, h = rng.integers(0, 30, 1500), rng.integers(0, 20, 1500)
+    data = {"g": g + 1, "h": h + 1, "y": rng.poisson(np.exp(1.0 + rng.normal(0, 0.7, 30)[g] + rng.normal(0, 0.5, 20)[h]))}
+    assert _problem(CROSSED, data).intercept_shifts == {"v": [("u", "v")]}
+    model = ppl.compile(CROSSED)
+    post = model.infer(data, seed=0)
+    tight = model.infer(data, seed=0, tol=1e-10, mean_tol=1e-9, max_iter=2000)
+    assert post.converged and post.iterations <= 10
+    assert abs(post.elbo - tight.elbo) < 1e-6
+    assert np.max(np.abs(post["u"].mean - tight["u"].mean) / tight["u"].sd) < 1e-4

@@ -1,4 +1,5 @@
-"""An intercept and the group effects added to it, moved along the ridge the likelihood cannot see.
+"""An intercept and the group effects added to it (or two crossed group effects), moved along the
+ridge the likelihood cannot see.
 
 In a margin `a + u[g[n]] + …` (a scalar Normal a read on every row and a Normal vector u read once
 per row, each with coefficient 1), a → a + c with u_j → u_j − c for every j leaves every margin
@@ -26,17 +27,19 @@ from ppl.infer.factors.glm import GLMFactor
 
 
 def intercept_pairs(problem) -> dict:
-    """later of the two in sweep order -> [(a, u)] for every global scalar Normal a and global
-    Normal vector u that every factor other than their own priors reads as `a + u[...]` (each
-    alone in its term, coefficient 1) or not at all; priors that read neither."""
+    """later of the two in sweep order -> [(a, u)] for every global scalar or vector Normal a and
+    later global Normal vector u that every factor other than their own priors reads as
+    `a + u[...]` (each alone in its term, coefficient 1) or not at all; priors that read neither.
+    Two vectors are crossed effects, `u[g[n]] + v[h[n]]`: u + c, v − c moves no margin either."""
     globals_ = [n for n in problem.order if n not in problem.local
                 and getattr(problem.families.get(n), "name", "") == "Normal"]
+    vectors = [n for n in globals_ if len(problem.shapes[n]) == 1]
+    candidates = [(a, u) for a in globals_ if problem.shapes[a] == () for u in vectors] + \
+        [(a, u) for i, a in enumerate(vectors) for u in vectors[i + 1:]]
     pairs: dict = {}
-    for a in (n for n in globals_ if problem.shapes[n] == ()):
-        for u in (n for n in globals_ if len(problem.shapes[n]) == 1):
-            if _ridge(problem, a, u):
-                later = max(a, u, key=problem.order.index)
-                pairs.setdefault(later, []).append((a, u))
+    for a, u in candidates:
+        if _ridge(problem, a, u):
+            pairs.setdefault(max(a, u, key=problem.order.index), []).append((a, u))
     return pairs
 
 
