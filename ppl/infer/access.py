@@ -17,6 +17,9 @@ import numpy as np
 from ppl.diagnostics import ModelError
 from ppl.lang import ast
 
+FEW_ROWS = 64  # `sum_by_index` of at most this many rows adds them in one pass (np.add.at: 1 µs), not
+# one bincount per column (1 µs each: 30 for a 5-vector's D + D² statistics)
+
 
 class Unsupported(ModelError):
     """A construct the engine cannot run yet; reported at the statement, never a traceback."""
@@ -133,6 +136,10 @@ def sum_by_index(index: np.ndarray, values: np.ndarray, size: int, in_order: boo
         in_order = len(index) == size and np.array_equal(index, np.arange(size))
     if in_order:
         return np.array(values, dtype=float)  # one value per element already
+    if len(index) <= FEW_ROWS:  # one unbuffered pass, in index order as bincount adds: the same sums
+        out = np.zeros((size, values.shape[1]))
+        np.add.at(out, index, values)
+        return out
     out = np.empty((size, values.shape[1]))
     for column in range(values.shape[1]):
         out[:, column] = np.bincount(index, values[:, column], minlength=size)
