@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import ppl
-from ppl.infer import access
+from ppl.infer import access, linear
 from ppl.infer import softmax_shift
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -69,3 +69,37 @@ for n in 1..N {{
     fresh = model.infer(data, seed=0)
     assert calls and kept.trace == fresh.trace
     assert np.array_equal(kept["w"].mean, fresh["w"].mean) and np.array_equal(kept["w"].sd, fresh["w"].sd)
+
+
+WIDE = """
+data X: real[N, D]
+data y: bool[N]
+w ~ MvNormal(zeros(D), eye(D))
+y ~ Bernoulli(logistic(X @ w))
+"""
+
+
+@pytest.mark.parametrize("rule", ["ncvmp", "bound:jaakkola"])
+def test_rows_known_by_identity_give_the_rows_found_by_address(rule, monkeypatch):
+    """31 rows, 200 covariates (q held in data space): the run whose contraction hands the same
+    (rows, D) view every sweep is the run that reshapes the data afresh each time (the rows then
+    recognised by shape, strides and address), to the bit."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((31, 200))
+    data = {"X": x, "y": (x[:, :3].sum(1) + rng.standard_normal(31) > 0).astype(int)}
+    model = ppl.compile(WIDE)
+    kept = model.infer(data, seed=0, methods={"y": rule})
+    monkeypatch.setattr(linear.Term, "rows", property(lambda term: term.coef.reshape(-1, term.coef.shape[-1])))
+    fresh = model.infer(data, seed=0, methods={"y": rule})
+    assert kept.iterations == fresh.iterations and kept.trace == fresh.trace
+    assert np.array_equal(kept["w"].mean, fresh["w"].mean) and np.array_equal(kept["w"].sd, fresh["w"].sd)
+
+
+def test_a_terms_rows_are_one_view_of_its_coefficient_and_a_copy_is_not_kept():
+    coef = np.arange(24.0).reshape(4, 1, 6)
+    term = linear.Term(coef, contract=True)
+    assert term.rows is term.rows and np.shares_memory(term.rows, coef) and term.rows.shape == (4, 6)
+    term.coef = coef * 2.0  # a new coefficient: a new view
+    assert np.array_equal(term.rows, coef.reshape(4, 6) * 2.0)
+    term.coef = np.arange(48.0).reshape(2, 4, 1, 6).transpose(1, 0, 2, 3)  # its two plate axes merge by a copy
+    assert term.rows is not term.rows and np.array_equal(term.rows, term.coef.reshape(8, 6))
