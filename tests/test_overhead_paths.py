@@ -23,11 +23,13 @@ def _bincounts(index, values, size):
     return out
 
 
-@pytest.mark.parametrize("rows", [1, 5, access.FEW_ROWS, access.FEW_ROWS + 1, 500])
-def test_a_scatter_of_few_rows_adds_as_bincount_does(rows):
+@pytest.mark.parametrize("rows, columns", [(1, 30), (5, 30), (61, 30), (62, 30), (500, 30), (1, 1), (3, 2)])
+def test_a_scatter_of_few_rows_adds_as_bincount_does(rows, columns):
+    """Below the size where np.add.at is the cheaper (61 rows of 30 columns, 31 of 2, none of 1)
+    and above it."""
     rng = np.random.default_rng(rows)
     index = rng.integers(0, 7, rows)  # repeated elements, and elements no row reads
-    values = rng.standard_normal((rows, 30)) * 10.0 ** rng.integers(-8, 8, (rows, 30))
+    values = rng.standard_normal((rows, columns)) * 10.0 ** rng.integers(-8, 8, (rows, columns))
     values[rng.random(values.shape) < 0.1] = -0.0
     got, want = access.sum_by_index(index, values, 7, False), _bincounts(index, values, 7)
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
