@@ -80,7 +80,7 @@ def _prior_params(problem, state, name: str, shape: tuple) -> dict:
     messages = [f.message(state, name) for f in problem.own(name)]
     kept = problem.prior_params.get(name)
     if kept is None or len(kept[0]) != len(messages) or any(a is not b for a, b in zip(kept[0], messages)):
-        # (the messages are held with the params: no array's id can be reused while they are kept)
+        # (held with the params, the kept messages stay alive: a new array is never taken for one of them)
         params = state.families[name].params(np.broadcast_to(sum(messages), shape))
         kept = problem.prior_params[name] = (messages, params)
     return kept[1]
