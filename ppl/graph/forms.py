@@ -21,7 +21,10 @@ LINEAR_FORMS = ("identity", "scaled", "linear")
 
 
 def inline(expr: ast.Expr, definitions: dict) -> ast.Expr:
-    """Replace every deterministic name by its definition (loop indices substituted)."""
+    """Replace every deterministic name by its definition (loop indices substituted); `expr` itself
+    when the model defines none (the AST is frozen: the same tree, not a copy of it)."""
+    if not definitions:
+        return expr
     if isinstance(expr, ast.Name) and expr.id in definitions:
         return inline(definitions[expr.id][0].value, definitions)
     if isinstance(expr, ast.Index) and isinstance(expr.base, ast.Name) and expr.base.id in definitions:

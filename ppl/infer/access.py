@@ -17,6 +17,10 @@ import numpy as np
 from ppl.diagnostics import ModelError
 from ppl.lang import ast
 
+ADD_AT_ENTRIES = 64  # entries np.add.at adds in about the time of one bincount call (1 µs): `sum_by_index`
+# takes one pass of it over the rows where that is cheaper than a bincount per column (1 µs + 15 ns an entry
+# against 1 µs a column: one row of a 5-vector's D + D² statistics, 18 against 1.3 µs)
+
 
 class Unsupported(ModelError):
     """A construct the engine cannot run yet; reported at the statement, never a traceback."""
@@ -133,6 +137,10 @@ def sum_by_index(index: np.ndarray, values: np.ndarray, size: int, in_order: boo
         in_order = len(index) == size and np.array_equal(index, np.arange(size))
     if in_order:
         return np.array(values, dtype=float)  # one value per element already
+    if values.size < (values.shape[1] - 1) * ADD_AT_ENTRIES:  # in index order, as bincount adds: the same sums
+        out = np.zeros((size, values.shape[1]))
+        np.add.at(out, index, values)
+        return out
     out = np.empty((size, values.shape[1]))
     for column in range(values.shape[1]):
         out[:, column] = np.bincount(index, values[:, column], minlength=size)

@@ -76,6 +76,7 @@ class Problem:
     levels: tuple = ()  # (factorial factor, its levels) updated jointly (ppl.infer.factorial_levels)
     class_shifts: dict = field(default_factory=dict)  # softmax class weights -> class axis (ppl.infer.softmax_shift)
     intercept_shifts: dict = field(default_factory=dict)  # later name -> [(a, u)] (ppl.infer.intercept_shift)
+    prior_params: dict = field(default_factory=dict)  # class weights -> (their priors' messages, params): softmax_shift
 
     def own(self, name: str) -> list:
         """The factors of `name`'s own statements (its prior): those whose target it is."""

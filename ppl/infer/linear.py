@@ -33,6 +33,19 @@ class Term:
         """Every latent read of the term."""
         return self.scalars + [v for v in (self.vector, self.vector2) if v is not None]
 
+    @property
+    def rows(self) -> np.ndarray:
+        """A contracted coefficient as (rows, D): one view of `coef`, the same object while `coef`
+        is, so that a q held in data space knows its own rows at once (`low_rank.same_array`:
+        reading a view's address costs a microsecond). A reshape that copies is made each time."""
+        kept = self.__dict__.get("_rows")
+        if kept is None or kept[0] is not self.coef:
+            flat = self.coef.reshape(-1, self.coef.shape[-1])
+            if not np.may_share_memory(flat, self.coef):  # a copy: another array each time, as before
+                return flat
+            kept = self.__dict__["_rows"] = (self.coef, flat)
+        return kept[1]
+
 
 @dataclass
 class LinearForm:
@@ -243,8 +256,8 @@ def contraction(state, term: Term):
     c = term.coef
     kernel = state.kernel_of(term.vector.name)
     if kernel is not None and term.vector2 is None:  # q held in data space: cᵀμ and cᵀΣc with no D × D matrix
-        mean = kernel.linear(c)
-        return mean, mean * mean + kernel.quadratic(c)
+        mean = kernel.linear(c, term.rows)
+        return mean, mean * mean + kernel.quadratic(c, term.rows)
     mean, outer = vector_moments(state, term.vector, vector_dim(state, term.vector))
     if term.vector2 is None:
         return dot_rows(c, mean), quadratic_rows(c, outer)

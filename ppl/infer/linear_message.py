@@ -37,7 +37,7 @@ def read_message(state, form: LinearForm, access, prec, target, factor):
             h = expand(prec * residual * s1) * c * o1
             return pack(h, expand(expand(-0.5 * prec * s2)) * (c[..., :, None] * c[..., None, :]) * o2)
         if term.contract:  # scalar mean, a = coef · Π s (a D-vector)
-            return OuterMessage(term.coef, prec * residual * s1, -0.5 * prec * s2)
+            return OuterMessage(term.coef, prec * residual * s1, -0.5 * prec * s2, term.rows)
         a1, a2 = term.coef * s1, term.coef ** 2 * s2  # vector mean, scalar coefficient
         h = np.einsum("...ij,...j->...i", prec, residual) * expand(a1)
         return pack(h, -0.5 * expand(expand(a2)) * prec)
@@ -59,8 +59,9 @@ class OuterMessage:
     data and the weights h_n, j_n. Summed with `weighted_sum` it is two BLAS products,
     aᵀ(w·h) and aᵀ diag(w·j) a, never a plate × D × D array (`dense` makes that array)."""
 
-    def __init__(self, rows, h, j):
+    def __init__(self, rows, h, j, flat=None):
         self.rows, self.h, self.j = rows, h, j
+        self.flat = flat  # the rows as (rows, D), the same array each sweep (`Term.rows`), or None
 
     def weighted_sum(self, weights):
         """(1, D + D²): the message summed over the plate with weights (plate + (1,))."""
@@ -69,10 +70,12 @@ class OuterMessage:
     def low_rank(self, weights):
         """The weighted sum kept as its rows: a `GaussianSum` the node can solve by Woodbury."""
         d = self.rows.shape[-1]
-        rows = self.rows if self.rows.shape[:-1] == weights.shape else \
-            np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,)))
+        if self.rows.shape[:-1] == weights.shape:
+            rows = self.flat if self.flat is not None else self.rows.reshape(-1, d)
+        else:
+            rows = np.broadcast_to(self.rows, np.broadcast_shapes(self.rows.shape, weights.shape + (d,))).reshape(-1, d)
         h, j = _weighted(weights, self.h).reshape(-1), _weighted(weights, self.j).reshape(-1)
-        return GaussianSum(0.0, [(rows.reshape(-1, d), h, -2 * j)])
+        return GaussianSum(0.0, [(rows, h, -2 * j)])
 
     def dense(self):
         outer = np.einsum("...i,...j->...ij", self.rows, self.rows)

@@ -271,19 +271,20 @@ class KernelGaussian:
     def sd(self) -> np.ndarray:
         return np.sqrt(np.maximum(self.var, 0.0))
 
-    def linear(self, c: np.ndarray) -> np.ndarray:
-        """cᵀμ for rows c (any leading axes + (D,)): R μ = R m₀ + G b for R's own rows, no product with R."""
-        flat = c.reshape(-1, c.shape[-1])
+    def linear(self, c: np.ndarray, flat: np.ndarray | None = None) -> np.ndarray:
+        """cᵀμ for rows c (any leading axes + (D,)): R μ = R m₀ + G b for R's own rows, no product with R.
+        `flat`: c as (rows, D) when the caller keeps that view (`Term.rows`), to be known at once."""
+        flat = _flat(c) if flat is None else flat
         if len(self.tau) and same_array(flat, self.rows):
             return self.own_mean.reshape(c.shape[:-1])
         if self._prior_only(flat):
             return self.prior.on(flat)[1].reshape(c.shape[:-1])
         return dot_rows(c, self.mean.reshape((1,) * (c.ndim - 1) + (-1,)))
 
-    def quadratic(self, c: np.ndarray) -> np.ndarray:
+    def quadratic(self, c: np.ndarray, flat: np.ndarray | None = None) -> np.ndarray:
         """cᵀΣc for rows c (any leading axes + (D,)): for R's own rows diag G − colsum((L⁻¹ S G)²),
-        O(N³); for others Σ_d c_d²/p_d − |U c|². No D × D matrix either way."""
-        flat = c.reshape(-1, c.shape[-1])
+        O(N³); for others Σ_d c_d²/p_d − |U c|². No D × D matrix either way. `flat` as in `linear`."""
+        flat = _flat(c) if flat is None else flat
         if len(self.tau) and same_array(flat, self.rows):
             if self._own is None:
                 w = self.inverse @ (self.root[:, None] * self.gram)
@@ -378,7 +379,13 @@ def _lapack() -> tuple:
     return lapack.dpotrf, lapack.dtrtri
 
 
+def _flat(c: np.ndarray) -> np.ndarray:
+    """Rows c (any leading axes + (D,)) as (rows, D)."""
+    return c.reshape(-1, c.shape[-1])
+
+
 def same_array(a, b) -> bool:
-    """The same rows in memory (the data of one contraction, met again in a later sweep)."""
-    return a.shape == b.shape and a.strides == b.strides and \
+    """The same rows in memory (the data of one contraction, met again in a later sweep): at once
+    for the same array object (`Term.rows`), else by shape, strides and address."""
+    return a is b or a.shape == b.shape and a.strides == b.strides and \
         a.__array_interface__["data"][0] == b.__array_interface__["data"][0]

@@ -1,0 +1,107 @@
+"""Shortcuts that cut the engine's fixed cost on small fits give the general path's numbers to the
+bit, and the general path still runs where they do not apply: a scatter of a few rows, the
+softmax shift's kept prior."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ppl
+from ppl.infer import access, linear
+from ppl.infer import softmax_shift
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def _bincounts(index, values, size):
+    """`sum_by_index` the general way: one bincount per column."""
+    out = np.empty((size, values.shape[1]))
+    for column in range(values.shape[1]):
+        out[:, column] = np.bincount(index, values[:, column], minlength=size)
+    return out
+
+
+@pytest.mark.parametrize("rows, columns", [(1, 30), (5, 30), (61, 30), (62, 30), (500, 30), (1, 1), (3, 2)])
+def test_a_scatter_of_few_rows_adds_as_bincount_does(rows, columns):
+    """Below the size where np.add.at is the cheaper (61 rows of 30 columns, 31 of 2, none of 1)
+    and above it."""
+    rng = np.random.default_rng(rows)
+    index = rng.integers(0, 7, rows)  # repeated elements, and elements no row reads
+    values = rng.standard_normal((rows, columns)) * 10.0 ** rng.integers(-8, 8, (rows, columns))
+    values[rng.random(values.shape) < 0.1] = -0.0
+    got, want = access.sum_by_index(index, values, 7, False), _bincounts(index, values, 7)
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+SHIFTED = {
+    "constant prior": "",  # the prior's message is one array all run: factored once
+    "latent prior mean": "mu ~ MvNormal(zeros(D), eye(D))\n",  # a new message every sweep
+}
+
+
+@pytest.mark.parametrize("case", SHIFTED)
+def test_the_shift_steps_kept_prior_is_the_one_made_afresh(case, monkeypatch):
+    """Iris' softmax regression, and one whose class weights share a latent prior mean: the run
+    that keeps the prior's mean and precision between sweeps is the run that factors them each
+    time, to the bit."""
+    mean = "mu" if SHIFTED[case] else "zeros(D)"
+    text = SHIFTED[case] + f"""
+data x: real[N, D] from (intercept, sepal_length, sepal_width, petal_length, petal_width)
+data y: cat(K)[N] from species
+for k in 1..K {{
+  w[k] ~ MvNormal({mean}, eye(D))
+}}
+for n in 1..N {{
+  y[n] ~ Categorical(softmax(w @ x[n]))
+}}
+"""
+    data = pd.read_csv(MODELS / "multinomial_logistic.csv")
+    model = ppl.compile(text)
+    kept = model.infer(data, seed=0)
+    made, calls = softmax_shift._prior_params, []
+
+    def afresh(problem, state, name, shape):
+        calls.append(name)
+        problem.prior_params.clear()
+        return made(problem, state, name, shape)
+
+    monkeypatch.setattr(softmax_shift, "_prior_params", afresh)
+    fresh = model.infer(data, seed=0)
+    assert calls and kept.trace == fresh.trace
+    assert np.array_equal(kept["w"].mean, fresh["w"].mean) and np.array_equal(kept["w"].sd, fresh["w"].sd)
+
+
+WIDE = """
+data X: real[N, D]
+data y: bool[N]
+w ~ MvNormal(zeros(D), eye(D))
+y ~ Bernoulli(logistic(X @ w))
+"""
+
+
+@pytest.mark.parametrize("rule", ["ncvmp", "bound:jaakkola"])
+def test_rows_known_by_identity_give_the_rows_found_by_address(rule, monkeypatch):
+    """31 rows, 200 covariates (q held in data space): the run whose contraction hands the same
+    (rows, D) view every sweep is the run that reshapes the data afresh each time (the rows then
+    recognised by shape, strides and address), to the bit."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((31, 200))
+    data = {"X": x, "y": (x[:, :3].sum(1) + rng.standard_normal(31) > 0).astype(int)}
+    model = ppl.compile(WIDE)
+    kept = model.infer(data, seed=0, methods={"y": rule})
+    monkeypatch.setattr(linear.Term, "rows", property(lambda term: term.coef.reshape(-1, term.coef.shape[-1])))
+    fresh = model.infer(data, seed=0, methods={"y": rule})
+    assert kept.iterations == fresh.iterations and kept.trace == fresh.trace
+    assert np.array_equal(kept["w"].mean, fresh["w"].mean) and np.array_equal(kept["w"].sd, fresh["w"].sd)
+
+
+def test_a_terms_rows_are_one_view_of_its_coefficient_and_a_copy_is_not_kept():
+    coef = np.arange(24.0).reshape(4, 1, 6)
+    term = linear.Term(coef, contract=True)
+    assert term.rows is term.rows and np.shares_memory(term.rows, coef) and term.rows.shape == (4, 6)
+    term.coef = coef * 2.0  # a new coefficient: a new view
+    assert np.array_equal(term.rows, coef.reshape(4, 6) * 2.0)
+    term.coef = np.arange(48.0).reshape(2, 4, 1, 6).transpose(1, 0, 2, 3)  # its two plate axes merge by a copy
+    assert term.rows is not term.rows and np.array_equal(term.rows, term.coef.reshape(8, 6))
