@@ -33,6 +33,7 @@ import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
 from ppl.infer import likelihoods
+from ppl.infer.margin_nodes import margin_nodes
 from ppl.infer.softmax_moments import averages
 
 
@@ -129,8 +130,8 @@ def predictive(m, v):
 def stick_predictive(m, v):
     """The stick-breaking probabilities of the K classes, averaged over independent margins of
     the K − 1 sticks (m, v: lead + (K − 1,)): P(k) = E[σ(η_k)] Π_{j<k} (1 − E[σ(η_j)])."""
-    x, w = likelihoods.NODES, likelihoods.HERMITE_WEIGHTS
-    p = expit(np.asarray(m)[..., None] + np.sqrt(2.0 * np.asarray(v))[..., None] * x) @ w
+    eta, w = margin_nodes(m, v, 48)
+    p = np.sum(expit(eta) * w, -1)
     left = np.cumprod(np.concatenate([np.ones(p.shape[:-1] + (1,)), 1.0 - p], -1), -1)
     return np.concatenate([p, np.ones(p.shape[:-1] + (1,))], -1) * left
 

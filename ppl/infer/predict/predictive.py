@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from ppl.infer.likelihoods import margin_nodes
+from ppl.infer.margin_nodes import margin_nodes
 from ppl.infer.linear import margin
 from ppl.lang import ast
 
