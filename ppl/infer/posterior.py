@@ -212,7 +212,7 @@ class Posterior:
         for name, m in self.marginals.items():
             mean = np.asarray(m.mean)
             q = np.asarray(m.quantiles(QUANTILES), dtype=float)
-            sd = None if m.name == "Categorical" else _list(m.sd)  # √(p(1 − p)) of the mean
+            sd = None if m.name in selection.CATEGORIES else _list(m.sd)  # √(p(1 − p)) of the mean
             entry = {"family": m.name, "shape": list(mean.shape), "mean": _list(mean), "sd": sd}
             if q.shape[1:] == mean.shape:
                 entry.update({"q2.5": _list(q[0]), "q97.5": _list(q[1])})
@@ -232,14 +232,11 @@ class Posterior:
                 "variables": variables}
 
 
-CATEGORIES = ("Categorical", "CategoricalChain")  # families whose draws are 0-based category codes
-
-
 def coded(marginal, values: np.ndarray) -> np.ndarray:
     """Draws of a latent category as 1-based codes, as the model counts them (int32: LDA's
     12160 tokens × 1000 draws stay 49 MB; float when NaN marks observed cells); other draws as
     they are."""
-    if marginal.name not in CATEGORIES:
+    if marginal.name not in selection.CATEGORIES:  # their draws are 0-based category codes
         return values
     return values + 1 if values.dtype.kind == "f" else (values + 1).astype(np.int32)
 
