@@ -64,8 +64,8 @@ def test_a_run_that_stops_short_with_gaussians_read_together_names_the_block():
     post = model.infer(table)
     assert not post.converged
     assert ("`b0`, `w` are Gaussians that `y` reads together, fitted apart under mean field, which crawls when "
-            "they are correlated (an intercept beside covariates far from 0); --gaussian-block all fits them as "
-            "one joint Gaussian") in post.notes
+            "they are correlated (an intercept beside covariates far from 0, group effects beside their mean); "
+            "--gaussian-block all fits them as one joint Gaussian") in post.notes
     block = model.infer(table, gaussian_block="all")
     assert block.converged and block.iterations < 100 and block.elbo > post.elbo
     assert not any("--gaussian-block all fits" in n for n in block.notes)

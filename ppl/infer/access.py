@@ -197,8 +197,8 @@ class AccessBuilder:
             raise Unsupported(f"`{ast.text(expr)}` reads the elements of `{name}` along its plate [{whole}] all at "
                               f"once, not one per element of this statement's plate", span=expr.span,
                               hint=f"index it inside a loop over its plate ({loop}, one statement per element)" + (
-                                  f"; a vector of Normals read whole is one MvNormal: `{name} ~ MvNormal(zeros({whole}),"
-                                  " ...)`" if var.dist == "Normal" else ""))
+                                  "; a vector of Normals read whole is one MvNormal: "
+                                  f"`{name} ~ MvNormal(zeros({whole}), ...)`" if var.dist == "Normal" else ""))
         for j, size in enumerate(rest):
             axis = plate_rank - len(rest) + j
             axes.append(np.arange(size).reshape([-1 if a == axis else 1 for a in range(plate_rank + 1)]))

@@ -51,8 +51,8 @@ def build_posterior(problem, run, analysis) -> Posterior:
 def _block_hint(problem, run) -> list[str]:
     """A run that stopped short while Gaussians that one likelihood reads together were fitted apart
     (mean field crawls along their correlation: an intercept beside covariates far from 0): a note
-    that names them and the Gaussian block, which moves them together. Only for likelihoods a block
-    runs (Normal statements, scalar GLMs), and Gaussians no other factor reads."""
+    that names them and the Gaussian block, which moves them together. Only where a block runs every
+    factor that reads them (Normal and MvNormal statements, scalar GLMs; not a softmax: E381)."""
     if run.converged or problem.stochastic:
         return []
     gaussian = {n for n in problem.latent if isinstance(problem.families.get(n), (fam.Normal, fam.MvNormal))}
@@ -63,7 +63,8 @@ def _block_hint(problem, run) -> list[str]:
         if len(together) > 1 and not other & set(together):
             return [f"{', '.join(f'`{n}`' for n in together)} are Gaussians that `{f.factor.name}` reads together, "
                     "fitted apart under mean field, which crawls when they are correlated (an intercept beside "
-                    "covariates far from 0); --gaussian-block all fits them as one joint Gaussian"]
+                    "covariates far from 0, group effects beside their mean); --gaussian-block all fits them as "
+                    "one joint Gaussian"]
     return []
 
 

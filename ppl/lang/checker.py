@@ -210,7 +210,8 @@ def _dependency_order(statements, scope: Scope) -> list[str]:
                 reads.add(node.id)
             elif isinstance(node, ast.Name) and node.id == name and not _inside_lag(value, node):
                 hint = "a variable may only read its own earlier elements, as in `x[t-1]`"
-                if getattr(scope.variables.get(name), "kind", None) == "data":  # observed: `above ~ Binomial(above + below, p)`
+                # observed data in its own parameters: `above ~ Binomial(above + below, p)`
+                if getattr(scope.variables.get(name), "kind", None) == "data":
                     hint = (f"`{name}` is the data this statement draws: its distribution's arguments cannot be "
                             "computed from it; give what they need as a column of its own (a Binomial's trials: "
                             "the totals)")
