@@ -353,8 +353,12 @@ def _categories(coded: Coded, decl, variable, columns, source):
         if out.any():
             row, col = coded.first(out)
             upper = f"1..{limit}" if limit else "1, 2, ..."
+            # 0-based codes, as many data sets write them: adding 1 would fit
+            zero = numbers.min() == 0 and np.isfinite(numbers).all() and (not limit or numbers.max() < limit)
             raise DataError("E409", f"category {coded.text((row, col))} is out of range {upper}",
-                            column=columns[col], row=row + 1, source=source)
+                            column=columns[col], row=row + 1, source=source,
+                            hint="integer codes of a `cat` column count from 1, and these start at 0: add 1 to the "
+                                 "column, or give the levels as text labels" if zero else None)
         count = limit or int(numbers.max())
         _check_levels(count, coded, None if limit else numbers == numbers.max(), decl, columns, source)
         codes = np.append(numbers - 1, 0).astype(np.int32)[coded.codes]
