@@ -127,8 +127,11 @@ class Posterior:
 
     def labels(self, name: str, index: np.ndarray) -> list[str]:
         """Labels of elements (rows of 0-based indices): on an axis that counts the levels of a
-        `cat` column its level's label (`a[site_a]`, ArviZ's coordinate), else 1-based numbers."""
+        `cat` column, and on the classes of an imputed `cat` response, its level's label (`a[site_a]`,
+        ArviZ's coordinate; `y[4,setosa]`), else 1-based numbers."""
         levels = [self.coords.get(dim) for dim in self.dims.get(name, ())]
+        if self.marginals[name].name in selection.CATEGORIES and name in self.levels:  # its classes' axis
+            levels.append(list(self.levels[name]))
         if not any(isinstance(c, list) and c and isinstance(c[0], str) for c in levels):
             return _labels(name, index)
         def element(axis, i):
