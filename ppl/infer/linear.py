@@ -229,13 +229,15 @@ def _merged(terms: list, expr: ast.Expr) -> list:
             out.append(term)
         else:
             same.coef = same.coef + term.coef
-    reads = [r for t in out for r in t.reads()]
-    for i, read in enumerate(reads):
-        if any(_same_read(read, other) for other in reads[i + 1:]):
+    seen = []
+    for term in out:
+        read = next((r for r in term.reads() if any(_same_read(r, other) for other in seen)), None)
+        if read is not None:
             raise Unsupported(f"`{ast.text(expr)}` reads `{read.name}` in two terms that are not one multiple of "
                               f"each other; q correlates them, and the engine would take them as independent: "
                               f"write the mean with `{read.name}` read once (an MvNormal's coordinates as "
                               f"`X @ {read.name}`, with a column of ones for an intercept)", expr.span)
+        seen += term.reads()
     return out
 
 
