@@ -139,3 +139,7 @@ def test_a_scalar_read_twice_is_one_term_and_a_read_that_cannot_be_summed_is_ref
         ppl.compile(text).infer({"x": x, "y": y})
     assert info.value.code == "E500" and (info.value.span.line, info.value.span.column) == (5, 12)
     assert "reads `b` in two terms that are not one multiple of each other" in info.value.message
+    square = "data x: real[N]\ndata y: real[N]\na ~ Normal(0, 1)\ny ~ Normal(a * a * x, 100)"
+    with pytest.raises(ppl.PplError, match="multiplies `a` by itself") as info:  # before: a = 0, 'converged'
+        ppl.compile(square).infer({"x": x, "y": 4 * x})
+    assert info.value.code == "E500"

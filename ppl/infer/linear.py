@@ -221,7 +221,7 @@ def _merged(terms: list, expr: ast.Expr) -> list:
     """Terms with the same latent reads summed into one: `b[1] + b[2] * x` reads coordinates of b
     that q correlates, so they are one contraction b · (1, x), and `a + a * x` is a · (1 + x); the
     terms are then independent under mean field. A read left in two terms (`s * b[1] + b[2]`) would
-    be taken as two independent ones: refused."""
+    be taken as two independent ones, and a latent times itself (`a * a`) as a product of two: refused."""
     out = []
     for term in terms:
         same = next((t for t in out if _same_reads(t, term)), None)
@@ -231,13 +231,18 @@ def _merged(terms: list, expr: ast.Expr) -> list:
             same.coef = same.coef + term.coef
     seen = []
     for term in out:
-        read = next((r for r in term.reads() if any(_same_read(r, other) for other in seen)), None)
+        reads = term.reads()
+        square = next((r for i, r in enumerate(reads) if any(_same_read(r, o) for o in reads[i + 1:])), None)
+        if square is not None:  # `a * a * x`: E[a a] is not E[a] E[a]
+            raise Unsupported(f"`{ast.text(expr)}` multiplies `{square.name}` by itself: the mean is not linear in "
+                              f"`{square.name}`, as a Gaussian mean must be", expr.span)
+        read = next((r for r in reads if any(_same_read(r, other) for other in seen)), None)
         if read is not None:
             raise Unsupported(f"`{ast.text(expr)}` reads `{read.name}` in two terms that are not one multiple of "
                               f"each other; q correlates them, and the engine would take them as independent: "
                               f"write the mean with `{read.name}` read once (an MvNormal's coordinates as "
                               f"`X @ {read.name}`, with a column of ones for an intercept)", expr.span)
-        seen += term.reads()
+        seen += reads
     return out
 
 
