@@ -106,8 +106,11 @@ class GLMFactor(FactorRuntime):
             role = next(r for r in ("precision", "sd", "var") if r in self.args)
             latent = [node.id for node in ast.walk(self.args[role]) if isinstance(node, ast.Name)
                       and node.id in self.model.variables and self.model.variables[node.id].kind == "latent"]
-            if latent and role == "precision" and len(set(latent)) == 1 \
-                    and self.model.variables[latent[0]].dist == "Gamma":  # the scale is conjugate, the mean is not
+            arg = self.args[role]
+            sides = (arg.left, arg.right) if isinstance(arg, ast.BinOp) and arg.op == "*" else (arg,)
+            gamma = [side for side in sides if isinstance(side, ast.Name) and side.id in latent]
+            if latent and role == "precision" and len(set(latent)) == 1 and len(gamma) == 1 \
+                    and self.model.variables[latent[0]].dist == "Gamma":  # τ or c·τ is conjugate, the mean is not
                 raise Unsupported(f"`{rule}` on `{factor.name}` needs a known {role}: a latent one is not "
                                   "available with a non-conjugate mean in this version", factor.span)
             if latent:  # `Normal(mu, sd=sigma)`, `Normal(mu, exp(s))`: the scale itself is not conjugate
