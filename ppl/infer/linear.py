@@ -4,9 +4,10 @@ A term is a data coefficient times a product of Gaussian latent reads, at most t
 vectors; with ``dot``/``@`` the coefficient is a data vector contracted with that vector
 (``dot(x[n], w)``, ``X @ w``), and a ``dot`` of two MvNormal vectors is a bilinear term
 Σ_d c_d u_d v_d (``dot(lam[j], z[n])``, factor analysis). Each latent variable appears in one
-term (reads of coordinates of one MvNormal, ``b[1] + b[2] * x``, are summed into one contraction,
-b · (1, x)), so under mean field the terms, and the two vectors of a bilinear term, are independent:
-E[m²] = E[m]² + Σ_j Var(term_j), with E[uᵀv] = E[u]ᵀE[v] and E[(uᵀv)²] = tr(E[uuᵀ]E[vvᵀ]).
+term (ppl.infer.linear_merge sums reads of coordinates of one MvNormal, ``b[1] + b[2] * x``, into
+one contraction b · (1, x)), so under mean field the terms, and the two vectors of a bilinear term,
+are independent: E[m²] = E[m]² + Σ_j Var(term_j), with E[uᵀv] = E[u]ᵀE[v] and
+E[(uᵀv)²] = tr(E[uuᵀ]E[vvᵀ]).
 That covers linear and hierarchical regression (``a[g[n]] + b * x[n]``), mixtures
 (``mu[z[n]]``), Markov chains (``a * x[t-1]``) and factor models.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ppl.infer.access import Unsupported
+from ppl.infer.linear_merge import merged
 from ppl.infer.rows import dot_rows, quadratic_rows
 from ppl.lang import ast
 
@@ -82,7 +84,7 @@ class LinearBuilder:
 
     def build(self, expr: ast.Expr) -> LinearForm:
         offset, terms = self._parse(expr)
-        terms = _merged(terms, expr)
+        terms = merged(terms, expr)
         shape = self.accesses.shape() + ((self.event,) if self.event else ())
         return LinearForm(np.broadcast_to(offset, shape).astype(float), terms, self.event)
 
@@ -215,51 +217,6 @@ class LinearBuilder:
         dim = self.accesses.env.size(self.model.variables[a.vector.name].event_shape[0])
         coef = expand(a.coef) * expand(b.coef) * np.ones(dim)
         return 0.0, [Term(coef, a.scalars + b.scalars, a.vector, True, b.vector)]
-
-
-def _merged(terms: list, expr: ast.Expr) -> list:
-    """Terms with the same latent reads summed into one: `b[1] + b[2] * x` reads coordinates of b
-    that q correlates, so they are one contraction b · (1, x), and `a + a * x` is a · (1 + x); the
-    terms are then independent under mean field. A read left in two terms (`s * b[1] + b[2]`) would
-    be taken as two independent ones, and a latent times itself (`a * a`) as a product of two: refused."""
-    out = []
-    for term in terms:
-        same = next((t for t in out if _same_reads(t, term)), None)
-        if same is None:
-            out.append(term)
-        else:
-            same.coef = same.coef + term.coef
-    seen = []
-    for term in out:
-        reads = term.reads()
-        square = next((r for i, r in enumerate(reads) if any(_same_read(r, o) for o in reads[i + 1:])), None)
-        if square is not None:  # `a * a * x`: E[a a] is not E[a] E[a]
-            raise Unsupported(f"`{ast.text(expr)}` multiplies `{square.name}` by itself: the mean is not linear in "
-                              f"`{square.name}`, as a Gaussian mean must be", expr.span)
-        read = next((r for r in reads if any(_same_read(r, other) for other in seen)), None)
-        if read is not None:
-            raise Unsupported(f"`{ast.text(expr)}` reads `{read.name}` in two terms that are not one multiple of "
-                              f"each other; q correlates them, and the engine would take them as independent: "
-                              f"write the mean with `{read.name}` read once (an MvNormal's coordinates as "
-                              f"`X @ {read.name}`, with a column of ones for an intercept)", expr.span)
-        seen += reads
-    return out
-
-
-def _same_reads(a: Term, b: Term) -> bool:
-    """Whether two terms read the same latents the same way, so that their coefficients add."""
-    if a.contract != b.contract or a.vector2 is not None or b.vector2 is not None or len(a.scalars) != len(b.scalars):
-        return False
-    if (a.vector is None) != (b.vector is None) or (a.vector is not None and not _same_read(a.vector, b.vector)):
-        return False
-    key = lambda r: r.name  # noqa: E731
-    return all(_same_read(u, v) for u, v in zip(sorted(a.scalars, key=key), sorted(b.scalars, key=key)))
-
-
-def _same_read(u, v) -> bool:
-    """Whether two reads gather the same elements of one variable at every plate element."""
-    return (u.name == v.name and u.selector is None and v.selector is None and u.index.shape == v.index.shape
-            and np.array_equal(u.index, v.index))
 
 
 def _is_read(expr) -> bool:
