@@ -168,3 +168,14 @@ def test_a_bad_seed_of_the_draws_is_an_option_error():
             call()
         assert info.value.code == "E325"
     assert post.draws(3, seed=np.random.default_rng(0))["theta"].shape == (3,)  # a Generator is a seed too
+
+
+def test_an_axis_as_long_as_a_named_integer_constant_takes_its_name():
+    """The HMM's transition matrix A (`A[k] ~ Dirichlet(ones(K))`, const K = 2) had the dims (K, A_dim_1):
+    its rows took K from their loop, its event axis none. An axis whose length is the value of exactly one
+    integer constant is named after it (deduplicated as Lambda's (D, D_2)); other axes keep name_dim_i."""
+    post = ppl.load(MODELS / "hmm.vim").infer(MODELS / "hmm.csv", seed=0)
+    idata = post.to_arviz(10, seed=0, vars="A,pi")
+    assert idata.posterior["A"].dims == ("chain", "draw", "K", "K_2")
+    assert idata.posterior["K_2"].values.tolist() == [1, 2]
+    assert idata.posterior["pi"].dims == ("chain", "draw", "K")

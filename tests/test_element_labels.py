@@ -30,3 +30,14 @@ def test_numbered_axes_keep_their_numbers_and_documents_their_labels():
     assert table["variable"].iloc[10] == f"theta[{second},1]"  # K = 10 topics per document, 1-based
     gmm = ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0)
     assert gmm.summary(vars="mu")["variable"].tolist()[:2] == ["mu[4,1]", "mu[4,2]"]
+
+
+def test_the_class_probabilities_of_an_empty_categorical_cell_are_labelled_by_its_levels():
+    """Three wine cultivars left empty in a softmax response: the table said `y[71,1]` for the
+    probability of barbera where the weights said `b[barbera]` and predict `p[barbera]`."""
+    frame = pd.read_csv("models/multinomial_logistic.csv")
+    frame.loc[[3, 70], "species"] = np.nan
+    post = ppl.load("models/multinomial_logistic.vim").infer(frame, seed=0)
+    labels = post.summary(vars="y")["variable"].tolist()
+    assert labels == [f"y[{row},{level}]" for row in (4, 71) for level in ("setosa", "versicolor", "virginica")]
+    assert '\n"y[4,setosa]",' in summary_csv(post, "y")

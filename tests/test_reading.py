@@ -273,3 +273,17 @@ def test_new_rows_are_read_as_infer_reads_them(tmp_path):
     new = bind_new(model, tmp_path / "new.csv", {}, None)
     assert new.observed["y"].tolist() == [False, True, False, True, False, True]
     np.testing.assert_array_equal(new.dataset.arrays["y"][[1, 3, 5]], [1.5, 2.5, 3.5])
+
+
+def test_a_file_separated_by_semicolons_gets_the_separator_hint_from_both_readers(tmp_path, monkeypatch):
+    """`x;y` with decimal commas (`1;2,0`): the rows split on the commas, and the csv module's E402 ('line
+    2 has 2 fields but the header names 1') came without the hint that pyarrow's path gives (E403)."""
+    path = csv_file(tmp_path, "x;y\n1;2,0\n2;3,9\n")
+    hints = []
+    for small in (reading.SMALL_CSV, 0):
+        monkeypatch.setattr(reading, "SMALL_CSV", small)
+        with pytest.raises(ppl.DataError) as info:
+            RESPONSE.bind(path)
+        hints.append((info.value.code in ("E402", "E403"), info.value.hint))
+    assert hints == [(True, "the header is one column, `x;y`: ppl reads comma-separated values and this file looks "
+                            "separated by `;`; save it with commas")] * 2

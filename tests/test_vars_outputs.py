@@ -34,3 +34,15 @@ def test_data_without_empty_cells_asked_for_is_a_note_after_the_summary_is_writt
     assert code == 0 and out.is_file()
     assert "note: --vars y: `y` is not in this posterior: data without an empty cell have no q" in report
     assert any(line.startswith("w[1]") for line in report)  # nothing asked for is listed: the default table
+
+
+def test_a_discrete_chain_is_counted_by_its_rows_and_has_no_sd_in_the_json(tmp_path, capsys):
+    """The HMM's 272 hidden states were '544 local CategoricalChain' (rows × states: the count took the
+    probabilities axis for a plate), while the mixture's 272 `z` are '272 local Categorical'; and its JSON
+    entry gave an sd √(p(1 − p)) where a Categorical's is null."""
+    out = tmp_path / "hmm.json"
+    assert main(["infer", "models/hmm.vim", "models/hmm.csv", "--seed", "0", "--output", str(out)]) == 0
+    assert "z: 272 local CategoricalChain, not listed; --vars z to show" in capsys.readouterr().out.splitlines()
+    document = json.loads(out.read_text())
+    assert document["omitted"] == ["z: 272 local CategoricalChain, not listed; --vars z to show"]
+    assert document["variables"]["z"]["shape"] == [272, 2] and document["variables"]["z"]["sd"] is None

@@ -18,6 +18,7 @@ from ppl.lang.model import CheckedModel
 from ppl.data.columns import Coded, na_tokens, numeric_missing
 from ppl.data.reading import open_data
 from ppl.data.support import check_support
+from ppl.data.table import separated
 
 BOOL_WORDS = {"true": 1.0, "false": 0.0, "True": 1.0, "False": 0.0, "TRUE": 1.0, "FALSE": 0.0}
 INT_LIMIT = 2.0 ** 63  # an `int` cell must be smaller in magnitude (numpy's int64)
@@ -163,7 +164,7 @@ def _columns(decl: ast.DataDecl, available: list[str], source: str, sizes: dict)
         if column not in available:
             guess = nearest(column, available)
             raise DataError("E403", f"no column `{column}` for data `{decl.name}`", column=column,
-                            source=source, hint=_separated(available) or (f"did you mean `{guess}`?" if guess else
+                            source=source, hint=separated(available) or (f"did you mean `{guess}`?" if guess else
                                                                           f"columns are: {', '.join(available[:12])}"))
     return names
 
@@ -192,16 +193,6 @@ def _group(binding: ast.ColumnGroup, available: list[str], source: str, sizes: d
             raise DataError("E403", f"no columns `{prefix}{start}{suffix}`, `{prefix}{start + 1}{suffix}`, ...",
                             column=binding.first.name, source=source)
     return [f"{prefix}{i}{suffix}" for i in range(start, last + 1)]
-
-
-def _separated(available: list) -> str | None:
-    """The hint for a header of one column holding `;` or tabs: a file separated otherwise."""
-    if len(available) == 1:
-        for separator, shown in ((";", "`;`"), ("\t", "tabs")):
-            if separator in available[0]:
-                return (f"the header is one column, `{available[0]}`: ppl reads comma-separated values and this "
-                        f"file looks separated by {shown}; save it with commas")
-    return None
 
 
 def _from_dict(table: dict, decl: ast.DataDecl, source: str, na: tuple):
@@ -353,8 +344,12 @@ def _categories(coded: Coded, decl, variable, columns, source):
         if out.any():
             row, col = coded.first(out)
             upper = f"1..{limit}" if limit else "1, 2, ..."
+            # 0-based codes, as many data sets write them: adding 1 would fit
+            zero = numbers.min() == 0 and np.isfinite(numbers).all() and (not limit or numbers.max() < limit)
             raise DataError("E409", f"category {coded.text((row, col))} is out of range {upper}",
-                            column=columns[col], row=row + 1, source=source)
+                            column=columns[col], row=row + 1, source=source,
+                            hint="integer codes of a `cat` column count from 1, and these start at 0: add 1 to the "
+                                 "column, or give the levels as text labels" if zero else None)
         count = limit or int(numbers.max())
         _check_levels(count, coded, None if limit else numbers == numbers.max(), decl, columns, source)
         codes = np.append(numbers - 1, 0).astype(np.int32)[coded.codes]

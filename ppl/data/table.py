@@ -110,11 +110,21 @@ def _records(lines, name: str):
                 fields = [""] * len(header)
             elif len(fields) != len(header):
                 raise DataError("E402", f"malformed CSV: line {start} has {_fields(len(fields))} but the "
-                                f"header names {len(header)}", source=name, row=rows + 1)
+                                f"header names {len(header)}", source=name, row=rows + 1, hint=separated(header))
             rows += 1
             yield header, fields
     except csv.Error as exc:
         raise DataError("E402", f"malformed CSV: line {reader.line_num}: {exc}", source=name) from None
+
+
+def separated(available: list) -> str | None:
+    """The hint for a header of one column holding `;` or tabs: a file separated otherwise."""
+    if len(available) == 1:
+        for separator, shown in ((";", "`;`"), ("\t", "tabs")):
+            if separator in available[0]:
+                return (f"the header is one column, `{available[0]}`: ppl reads comma-separated values and this "
+                        f"file looks separated by {shown}; save it with commas")
+    return None
 
 
 def _not_text(line: int, byte: int, name: str) -> DataError:

@@ -163,6 +163,7 @@ def move_to(accel, state, proposal: dict, saved: dict, residual: float) -> None:
     refitted = [n for n in problem.local if n not in proposal]
     accel.fallback = (saved, accel._elbo, state.keep(problem.latent, bare=refitted))
     accel.proposal = (proposal, residual)
+    state.extrapolated = True
     for name, nat in proposal.items():
         state.set(name, nat, factored=nat.factored if isinstance(nat, KernelGaussian) else None)
     if refitted:
@@ -174,6 +175,7 @@ def reverted(accel, state, elbo: float) -> bool:
     rejected (`worse`), the state then put back at the plain point saved in `accel.fallback`
     (`State.restore`: the caches of that point hold again). Counts kept and rejected steps."""
     accel.extrapolated = accel.fallback is not None
+    state.extrapolated = False
     if accel.fallback is None:
         return False
     _, before, kept = accel.fallback

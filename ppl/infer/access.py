@@ -25,10 +25,10 @@ ADD_AT_ENTRIES = 64  # entries np.add.at adds in about the time of one bincount 
 class Unsupported(ModelError):
     """A construct the engine cannot run yet; reported at the statement, never a traceback."""
 
-    def __init__(self, message: str, span=None):
+    def __init__(self, message: str, span=None, hint: str | None = None):
         super().__init__("E500", message, span=span,
-                         hint="docs/rules/ says what each rule runs on; docs/tutorials/README.md lists "
-                              "the models that run end to end")
+                         hint=hint or "docs/rules/ says what each rule runs on; docs/tutorials/README.md lists "
+                                      "the models that run end to end")
 
 
 class Access:
@@ -192,8 +192,13 @@ class AccessBuilder:
                 axes.append(_with_component_axis(values, plate_rank))
         rest = dims[len(indices):]
         if rest and (len(rest) > plate_rank or tuple(rest) != self.plate.shape[plate_rank - len(rest):]):
-            raise Unsupported(f"`{ast.text(expr)}` leaves dimensions of `{name}` that do not match "
-                              f"the plate of this statement", span=expr.span)
+            whole = ", ".join(str(d) for d in var.plates[len(indices):])
+            loop = f"`{name}[p]` in `for p in 1..{var.plates[len(indices)]}`" if len(indices) == 0 else "its plate"
+            raise Unsupported(f"`{ast.text(expr)}` reads the elements of `{name}` along its plate [{whole}] all at "
+                              f"once, not one per element of this statement's plate", span=expr.span,
+                              hint=f"index it inside a loop over its plate ({loop}, one statement per element)" + (
+                                  "; a vector of Normals read whole is one MvNormal: "
+                                  f"`{name} ~ MvNormal(zeros({whole}), ...)`" if var.dist == "Normal" else ""))
         for j, size in enumerate(rest):
             axis = plate_rank - len(rest) + j
             axes.append(np.arange(size).reshape([-1 if a == axis else 1 for a in range(plate_rank + 1)]))

@@ -1,9 +1,10 @@
 """Names of the axes of every reported variable, and their coordinates, for ArviZ and plots.
 
-An axis is named after its size when the model gives one (`N`, `D`, `V`, or the bound `K` of
-the `for k in 1..K` plate that runs along it), else `name_dim_i`. A mixture's weights share the
-component axis of the variables their category selects. Coordinates are 1-based indices, or
-the labels of the categorical column whose levels define the size (LDA's words).
+An axis is named after its size when the model gives one (`N`, `D`, `V`, the bound `K` of the
+`for k in 1..K` plate that runs along it, or the one integer constant its length equals), else
+`name_dim_i`. A mixture's weights share the component axis of the variables their category
+selects. Coordinates are 1-based indices, or the labels of the categorical column whose levels
+define the size (LDA's words).
 """
 
 from __future__ import annotations
@@ -42,9 +43,16 @@ def _dims(model, name: str, rank: int) -> tuple:
     out = []
     for axis in range(rank):
         dim = variable.shape[axis] if axis < len(variable.shape) else None
-        dim = dim if isinstance(dim, str) else plates.get(axis, f"{name}_dim_{axis}")
+        dim = dim if isinstance(dim, str) else plates.get(axis) or _constant(model, dim) or f"{name}_dim_{axis}"
         out.append(dim if dim not in out else f"{dim}_{out.count(dim) + 1}")  # Lambda: (K, D, D_2)
     return tuple(out)
+
+
+def _constant(model, length) -> str | None:
+    """The integer constant whose value is `length`, if exactly one is (`K` of `ones(K)`, which the
+    checker turned into its value)."""
+    names = [n for n, v in model.constants.items() if type(v) is int and v == length]
+    return names[0] if len(names) == 1 else None
 
 
 def _written_bound(plate) -> str | None:

@@ -4,8 +4,10 @@ A term is a data coefficient times a product of Gaussian latent reads, at most t
 vectors; with ``dot``/``@`` the coefficient is a data vector contracted with that vector
 (``dot(x[n], w)``, ``X @ w``), and a ``dot`` of two MvNormal vectors is a bilinear term
 Σ_d c_d u_d v_d (``dot(lam[j], z[n])``, factor analysis). Each latent variable appears in one
-term, so under mean field the terms, and the two vectors of a bilinear term, are independent:
-E[m²] = E[m]² + Σ_j Var(term_j), with E[uᵀv] = E[u]ᵀE[v] and E[(uᵀv)²] = tr(E[uuᵀ]E[vvᵀ]).
+term (ppl.infer.linear_merge sums reads of coordinates of one MvNormal, ``b[1] + b[2] * x``, into
+one contraction b · (1, x)), so under mean field the terms, and the two vectors of a bilinear term,
+are independent: E[m²] = E[m]² + Σ_j Var(term_j), with E[uᵀv] = E[u]ᵀE[v] and
+E[(uᵀv)²] = tr(E[uuᵀ]E[vvᵀ]).
 That covers linear and hierarchical regression (``a[g[n]] + b * x[n]``), mixtures
 (``mu[z[n]]``), Markov chains (``a * x[t-1]``) and factor models.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ppl.infer.access import Unsupported
+from ppl.infer.linear_merge import merged
 from ppl.infer.rows import dot_rows, quadratic_rows
 from ppl.lang import ast
 
@@ -81,6 +84,7 @@ class LinearBuilder:
 
     def build(self, expr: ast.Expr) -> LinearForm:
         offset, terms = self._parse(expr)
+        terms = merged(terms, expr)
         shape = self.accesses.shape() + ((self.event,) if self.event else ())
         return LinearForm(np.broadcast_to(offset, shape).astype(float), terms, self.event)
 

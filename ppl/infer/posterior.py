@@ -127,8 +127,11 @@ class Posterior:
 
     def labels(self, name: str, index: np.ndarray) -> list[str]:
         """Labels of elements (rows of 0-based indices): on an axis that counts the levels of a
-        `cat` column its level's label (`a[site_a]`, ArviZ's coordinate), else 1-based numbers."""
+        `cat` column, and on the classes of an imputed `cat` response, its level's label (`a[site_a]`,
+        ArviZ's coordinate; `y[4,setosa]`), else 1-based numbers."""
         levels = [self.coords.get(dim) for dim in self.dims.get(name, ())]
+        if self.marginals[name].name in selection.CATEGORIES and name in self.levels:  # its classes' axis
+            levels.append(list(self.levels[name]))
         if not any(isinstance(c, list) and c and isinstance(c[0], str) for c in levels):
             return _labels(name, index)
         def element(axis, i):
@@ -212,7 +215,7 @@ class Posterior:
         for name, m in self.marginals.items():
             mean = np.asarray(m.mean)
             q = np.asarray(m.quantiles(QUANTILES), dtype=float)
-            sd = None if m.name == "Categorical" else _list(m.sd)  # √(p(1 − p)) of the mean
+            sd = None if m.name in selection.CATEGORIES else _list(m.sd)  # √(p(1 − p)) of the mean
             entry = {"family": m.name, "shape": list(mean.shape), "mean": _list(mean), "sd": sd}
             if q.shape[1:] == mean.shape:
                 entry.update({"q2.5": _list(q[0]), "q97.5": _list(q[1])})
@@ -232,14 +235,11 @@ class Posterior:
                 "variables": variables}
 
 
-CATEGORIES = ("Categorical", "CategoricalChain")  # families whose draws are 0-based category codes
-
-
 def coded(marginal, values: np.ndarray) -> np.ndarray:
     """Draws of a latent category as 1-based codes, as the model counts them (int32: LDA's
     12160 tokens × 1000 draws stay 49 MB; float when NaN marks observed cells); other draws as
     they are."""
-    if marginal.name not in CATEGORIES:
+    if marginal.name not in selection.CATEGORIES:  # their draws are 0-based category codes
         return values
     return values + 1 if values.dtype.kind == "f" else (values + 1).astype(np.int32)
 

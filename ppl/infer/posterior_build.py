@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ppl import families as fam
+from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.factors.joint import group_key
 from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws, KernelMarginal
 from ppl.infer.posterior import Posterior, assemble, origin
@@ -40,10 +42,30 @@ def build_posterior(problem, run, analysis) -> Posterior:
     observed = tuple(n for n in data if model.factors_of(n))
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
-                     list(problem.dataset.notes) + list(run.warnings),
+                     list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run),
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
                      run.convergence, run.interrupted)
+
+
+def _block_hint(problem, run) -> list[str]:
+    """A run that stopped short while Gaussians that one likelihood reads together were fitted apart
+    (mean field crawls along their correlation: an intercept beside covariates far from 0): a note
+    that names them and the Gaussian block, which moves them together. Only where a block runs every
+    factor that reads them (Normal and MvNormal statements, scalar GLMs; not a softmax: E381)."""
+    if run.converged or problem.stochastic:
+        return []
+    gaussian = {n for n in problem.latent if isinstance(problem.families.get(n), (fam.Normal, fam.MvNormal))}
+    runs = [f for f in problem.factors if isinstance(f, GLMFactor) or f.factor.dist.name in ("Normal", "MvNormal")]
+    other = {n for f in problem.factors if f not in runs for n in f.reads}
+    for f in runs:
+        together = [n for n in f.reads if n in gaussian]
+        if len(together) > 1 and not other & set(together):
+            return [f"{', '.join(f'`{n}`' for n in together)} are Gaussians that `{f.factor.name}` reads together, "
+                    "fitted apart under mean field, which crawls when they are correlated (an intercept beside "
+                    "covariates far from 0, group effects beside their mean); --gaussian-block all fits them as "
+                    "one joint Gaussian"]
+    return []
 
 
 def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:

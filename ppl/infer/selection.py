@@ -17,6 +17,7 @@ from ppl.diagnostics import OptionError, nearest
 
 OFF_COUNT = 0.5  # expected number of rows below which a component counts as switched off
 LOCAL_LISTED = 20  # a local variable with more elements than this is summarised in one line
+CATEGORIES = ("Categorical", "CategoricalChain")  # families whose mean holds each element's category probabilities
 
 
 def patterns(vars) -> list[str] | None:  # noqa: A002
@@ -124,7 +125,7 @@ def _hidden(posterior, name: str) -> bool:
 def _plates(marginal) -> tuple:
     """Shape of the variable's plates (one q per element): its mean's without the event axes."""
     shape = np.shape(marginal.mean)
-    if marginal.name == "Categorical":  # the mean holds the probabilities of each category
+    if marginal.name in CATEGORIES:  # the mean holds the probabilities of each category
         return shape[:-1]
     event = len(getattr(getattr(marginal, "family", None), "event_shape", ()))
     return shape[:len(shape) - event]

@@ -77,6 +77,7 @@ class State:
         self.noise = 0.0
         self.notes: list = []  # what the start did that the reader should know (ppl.infer.initialise)
         self.refused: dict = {}  # name -> searched steps refused in a row (ppl.infer.update)
+        self.extrapolated = False  # the sweep runs from an accelerator's λ' (ppl.infer.accelerate.move_to)
 
     @property
     def rng(self) -> np.random.Generator:

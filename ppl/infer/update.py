@@ -42,7 +42,9 @@ def update(problem, state, name: str, damping: float, received=None) -> None:
         # Laplace's messages are derivatives at the point, not the gradient of its objective: not judged by it
         judged = all(getattr(f, "rule", None) != "laplace" for f in problem.neighbours[name])
         step = searched_step(problem, state, name, total, damping, judged)
-        refused = state.refused[name] = state.refused.get(name, 0) + 1 if judged and not step else 0
+        # from an accelerator's λ' no step is refused: the sweep's ELBO judges that point (ppl.infer.accelerate)
+        refused = state.refused[name] = state.refused.get(name, 0) + 1 \
+            if judged and not step and not state.extrapolated else 0
         # judged by the objective, a deterministic step that keeps λ is not at a fixed point (where the full
         # step keeps the objective); under CVI a noisy step may be refused, STUCK in a row may not
         if refused >= (STUCK if problem.stochastic else 1):

@@ -209,8 +209,13 @@ def _dependency_order(statements, scope: Scope) -> list[str]:
             elif isinstance(node, ast.Name) and node.id in targets and node.id != name:
                 reads.add(node.id)
             elif isinstance(node, ast.Name) and node.id == name and not _inside_lag(value, node):
-                raise ModelError("E238", f"`{name}` depends on itself", span=node.span,
-                                 hint="a variable may only read its own earlier elements, as in `x[t-1]`")
+                hint = "a variable may only read its own earlier elements, as in `x[t-1]`"
+                # observed data in its own parameters: `above ~ Binomial(above + below, p)`
+                if getattr(scope.variables.get(name), "kind", None) == "data":
+                    hint = (f"`{name}` is the data this statement draws: its distribution's arguments cannot be "
+                            "computed from it; give what they need as a column of its own (a Binomial's trials: "
+                            "the totals)")
+                raise ModelError("E238", f"`{name}` depends on itself", span=node.span, hint=hint)
         sorter.add(name, *(r for r in reads if r is not None))
     try:
         return list(sorter.static_order())

@@ -108,8 +108,12 @@ def _name(expr: ast.Name, scope: Scope) -> Type:
 def _index(expr: ast.Index, scope: Scope) -> Type:
     base = infer(expr.base, scope)
     if len(expr.indices) > len(base.shape):
-        raise ModelError("E210", f"`{ast.text(expr.base)}` has {len(base.shape)} dimension(s) "
-                         f"but is indexed with {len(expr.indices)}", span=expr.span)
+        name = ast.text(expr.base)
+        raise ModelError("E210", f"`{name}` has {len(base.shape)} dimension(s) but is indexed with "
+                         f"{len(expr.indices)}", span=expr.span,
+                         hint=f"`{name}` is one scalar: draw one per level in a loop (`for k in 1..K {{ {name}[k] ~ "
+                              f"... }}`) or give it a shape (`{name}: real[K] ~ ...`)" if not base.shape
+                         and getattr(scope.variables.get(name), "kind", None) == "latent" else None)
     shape = list(base.shape)
     out: list = []
     for axis, index in enumerate(expr.indices):

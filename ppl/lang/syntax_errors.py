@@ -44,6 +44,10 @@ EXAMPLES: dict[tuple[str, str], list[str]] = {
         "y",
         "y[n]",
     ],
+    ("`**` is not an operator: a power is written `^`", "write `x ^ 2`"): [
+        "y ~ Normal(m * x ** 2, 1)",
+        "z = x ** 2",
+    ],
     ("the right of `~` must be a distribution call", "write `x ~ Normal(0, 1)`"): [
         "y ~ mu",
         "y ~ 1",

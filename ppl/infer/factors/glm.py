@@ -104,10 +104,22 @@ class GLMFactor(FactorRuntime):
             return ordered_logistic(), self.args["eta"]
         if factor.dist.name == "Normal":
             role = next(r for r in ("precision", "sd", "var") if r in self.args)
-            if any(isinstance(node, ast.Name) and node.id in self.model.variables
-                   and self.model.variables[node.id].kind == "latent" for node in ast.walk(self.args[role])):
+            latent = [node.id for node in ast.walk(self.args[role]) if isinstance(node, ast.Name)
+                      and node.id in self.model.variables and self.model.variables[node.id].kind == "latent"]
+            arg = self.args[role]
+            sides = (arg.left, arg.right) if isinstance(arg, ast.BinOp) and arg.op == "*" else (arg,)
+            gamma = [side for side in sides if isinstance(side, ast.Name) and side.id in latent]
+            if latent and role == "precision" and len(set(latent)) == 1 and len(gamma) == 1 \
+                    and self.model.variables[latent[0]].dist == "Gamma":  # τ or c·τ is conjugate, the mean is not
                 raise Unsupported(f"`{rule}` on `{factor.name}` needs a known {role}: a latent one is not "
                                   "available with a non-conjugate mean in this version", factor.span)
+            if latent:  # `Normal(mu, sd=sigma)`, `Normal(mu, exp(s))`: the scale itself is not conjugate
+                raise Unsupported(f"the {role} of `{factor.name}` reads latent `{latent[0]}`: this version runs a "
+                                  "latent Normal scale only as the precision itself, a Gamma variable (or a data "
+                                  "multiple of one)", factor.span,
+                                  hint="put a Gamma prior on the precision, `tau ~ Gamma(a, b)` with "
+                                       "`Normal(mean, tau)` (the sd is 1/√tau), and keep the sd as a quantity to "
+                                       "derive from q(tau)")
             value = np.asarray(self.data(self.args[role]), dtype=float)
             tau = {"precision": value, "sd": 1.0 / value ** 2, "var": 1.0 / value}[role]
             return gaussian(np.broadcast_to(tau, self.builder.shape()).astype(float)), self.args["mean"]
