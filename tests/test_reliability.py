@@ -136,10 +136,16 @@ def test_bad_infer_arguments_from_python_are_option_errors(options, code, messag
 
 
 def test_a_run_stopped_by_its_time_limit_says_so():
-    """The report of a run cut by time_limit said only 'did NOT converge (raise --max-iter ...)'."""
+    """The report of a run cut by time_limit said only 'did NOT converge (raise --max-iter ...)';
+    then the note said why, but the status line still advised raising --max-iter."""
+    from ppl.report.summary import infer_report
     post = ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0, time_limit=1e-9)
     assert not post.converged and post.iterations == 1
     assert post.notes[-1] == "the time limit (1e-09 s) stopped the run after sweep 1, before --max-iter"
+    assert post.convergence.stopped_by == "time limit"
+    assert "(did NOT converge (raise --time-limit or check the model))" in infer_report(post)
+    short = ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0, max_iter=2)
+    assert "(did NOT converge (raise --max-iter or check the model))" in infer_report(short)
 
 
 def test_running_out_of_memory_is_a_user_error_not_a_bug(gp_files, monkeypatch):

@@ -73,7 +73,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                          "step runs in one process, not on a cluster", span=problem.model.variables[member].span,
                          hint=f"run in one process, or leave `{member}` out of the block (its Gamma q)")
     from ppl.infer.convergence import Monitor
-    from ppl.infer.engine import ElboDecreaseWarning, Run, _damp
+    from ppl.infer.engine import ElboDecreaseWarning, Run, _damp, timed_out
     plan = plan_for(problem.model, problem.scopes, problem.latent, problem.schedule.span, problem.analysis.chains)
     data = data_factors(problem, plan)
     order = waves(problem, plan, data)
@@ -135,6 +135,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                 converged = True
                 break
             if out_of_time:
+                notes.append(timed_out(monitor, options, iteration))
                 break
         convergence = monitor.finish(state if interrupted else None)
     finally:

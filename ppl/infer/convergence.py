@@ -80,6 +80,7 @@ class Convergence:
     se: float = np.nan  # standard error of the smoothed ELBO (stochastic rules)
     mass_moved: float = np.nan  # largest fraction of a pseudo-count global's mass moved (restarted batch)
     mass_variable: str = ""
+    stopped_by: str = ""  # "time limit" when --time-limit ended the run before it converged
 
     def to_json(self) -> dict:
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in vars(self).items()}

@@ -189,8 +189,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
             converged = True
             break
         if out_of_time:
-            notes.append(f"the time limit ({options.time_limit:g} s) stopped the run after sweep {iteration}, "
-                         "before --max-iter")
+            notes.append(timed_out(monitor, options, iteration))
             break
     _settle(problem, state)
     exact = trace[-1] if not any(trace_se) else problem.elbo(state)
@@ -200,6 +199,12 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
     return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
                convergence=monitor.finish(state if interrupted else None), interrupted=interrupted)
+
+
+def timed_out(monitor, options: Options, iteration: int) -> str:
+    """Mark the run as stopped by `--time-limit` (the report's advice) and say so in a note."""
+    monitor.report.stopped_by = "time limit"
+    return f"the time limit ({options.time_limit:g} s) stopped the run after sweep {iteration}, before --max-iter"
 
 
 def _settle(problem: Problem, state) -> None:

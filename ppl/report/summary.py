@@ -15,8 +15,10 @@ ROWS_PER_VARIABLE = 8
 
 
 def infer_report(posterior, title: str | None = None, vars=None) -> str:  # noqa: A002
-    status = {"not converged": "did NOT converge (raise --max-iter or check the model)"}.get(posterior.status,
-                                                                                         posterior.status)
+    timed_out = getattr(posterior.convergence, "stopped_by", "") == "time limit"
+    advice = "raise --time-limit" if timed_out else "raise --max-iter"
+    status = {"not converged": f"did NOT converge ({advice} or check the model)"}.get(posterior.status,
+                                                                                 posterior.status)
     rules = sorted({t.rule for t in posterior.tags})
     lines = [title] if title else []
     lines += [f"ELBO {posterior.elbo:.6f} after {posterior.iterations} sweeps ({status}), "
