@@ -146,6 +146,9 @@ def test_a_run_stopped_by_its_time_limit_says_so():
     assert "(did NOT converge (raise --time-limit or check the model))" in infer_report(post)
     short = ppl.load("models/gmm.vim").infer("models/gmm.csv", seed=0, max_iter=2)
     assert "(did NOT converge (raise --max-iter or check the model))" in infer_report(short)
+    svi = ppl.load("models/lda.vim").infer("models/lda.csv", seed=0, schedule="svi(batch=10)", time_limit=1e-9)
+    assert svi.notes[-1] == "the time limit (1e-09 s) stopped the run after step 1, before --max-iter"
+    assert "stopped at: the time limit, before the stopping rule was met" in infer_report(svi)
 
 
 def test_running_out_of_memory_is_a_user_error_not_a_bug(gp_files, monkeypatch):

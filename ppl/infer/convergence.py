@@ -86,6 +86,8 @@ class Convergence:
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in vars(self).items()}
 
     def describe(self) -> str:
+        if self.stopped_by and np.isnan(self.elbo_change):  # an SVI run: no rule measured before the limit
+            return f"the {self.stopped_by}, before the stopping rule was met"
         if self.rule == "precise estimates":
             return (f"ELBO change {self.elbo_change:.2g} (standard error {self.se:.2g}), est. {self.elbo_gap:.2g} "
                     f"nats from the fixed point")

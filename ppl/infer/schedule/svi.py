@@ -18,6 +18,7 @@ import numpy as np
 from ppl.data.stream import GroupedSource
 from ppl.diagnostics import DataError, ModelError
 from ppl.infer.build import build_problem
+from ppl.infer.convergence import Convergence
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.blocks import current_block, dirichlet_categorical
 from ppl.infer.schedule.plan import plan_for
@@ -268,7 +269,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     refuse_row_minibatches(problem)
     svi = source.stepper(problem, rng) if hasattr(source, "stepper") else SVI(problem, rng, source)
     svi.start()
-    trace, converged, t = [], False, 0
+    trace, converged, t, timed = [], False, 0, None
     passes = svi.spec.passes
     window = max(SMOOTHING, -(-svi.groups.groups // svi.batches.size))
     for t in range(1, options.max_iter + 1):
@@ -283,6 +284,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
             converged = True
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
+            timed = Convergence("smoothed trace", stopped_by="time limit")
             break
     stepped = time.perf_counter() - start
     if svi.streamed:
@@ -307,6 +309,8 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
         where = getattr(svi.groups, "where", "the groups streamed from disk")
         notes.append(f"{where}: the posterior holds the globals only; the ELBO is one more "
                      f"pass over all {svi.groups.groups} groups ({seconds - stepped:.3g} s)")
+    if timed is not None:
+        notes.append(f"the time limit ({options.time_limit:g} s) stopped the run after step {t}, before --max-iter")
     terms = {} if svi.streamed else problem.elbo_terms(state)
     return Run(state, trace, terms, converged, t, seconds, warnings=notes, elbo=elbo,
-               trace_se=[spread] * len(trace))
+               trace_se=[spread] * len(trace), convergence=timed)
