@@ -86,6 +86,9 @@ class Model:
         grid_q = describe_grid(self.checked, grid)
         if grid_q is not None:
             report["grid"] = grid_q
+        elif dataset is not None:  # what `infer` would refuse (E500) is refused here, at the statement
+            from ppl.infer import build_problem
+            build_problem(self.checked, dataset, analysis, spec)
         return {**report, "notes": list(dataset.notes)} if dataset is not None and dataset.notes else report
 
     def infer(self, data, *, seed=None, max_iter: int = 500, tol: float = 1e-6, set: dict | None = None,  # noqa: A002

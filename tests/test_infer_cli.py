@@ -247,3 +247,20 @@ def test_help_names_every_data_input_and_the_time_limit(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "data the data: a CSV or Parquet file (on a cluster, a glob of them or a folder of Parquet files)" in text
     assert "--time-limit SECONDS stop after SECONDS of inference, not converged" in text
+
+
+def test_check_with_data_refuses_what_infer_refuses(tmp_path, capsys):
+    """`ppl check` showed a latent sd as a `cvi` edge and exited 0, and `ppl infer` then refused
+    the model (E500): with data, check builds the problem infer would run and reports the same
+    located error; without data it still shows the analysis."""
+    from ppl.cli import main
+    model = tmp_path / "m.vim"
+    model.write_text("data y: real[N]\nmu ~ Normal(0, 1)\nsigma ~ Gamma(2, 1)\ny ~ Normal(mu, sd=sigma)\n")
+    data = tmp_path / "d.csv"
+    data.write_text("y\n1.0\n2.0\n0.5\n")
+    assert main(["check", str(model), str(data)]) == 1
+    checked = capsys.readouterr().err
+    assert main(["infer", str(model), str(data), "--quiet"]) == 1
+    assert capsys.readouterr().err == checked and "m.vim:4:1: model error [E500]" in checked
+    assert main(["check", str(model)]) == 0
+    assert "no conjugate pattern for Normal's sd `sigma`" in capsys.readouterr().out
