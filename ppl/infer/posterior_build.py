@@ -42,7 +42,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
     observed = tuple(n for n in data if model.factors_of(n))
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
-                     list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run),
+                     list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run) + _block_kept(problem),
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
                      run.convergence, run.interrupted)
@@ -66,6 +66,15 @@ def _block_hint(problem, run) -> list[str]:
                     "covariates far from 0, group effects beside their mean); --gaussian-block all fits them as "
                     "one joint Gaussian"]
     return []
+
+
+def _block_kept(problem) -> list[str]:
+    """What a Gaussian block's posterior keeps: each member's marginal, not the joint q (this
+    version), so that draws, predictions and scores leave the members' correlations out."""
+    return [f"q({key}) is joint, but the posterior keeps each member's marginal: its draws, predictions "
+            "and scores leave out the correlations between them (the margin of an intercept plus covariates far "
+            "from 0 comes out far wider); the means and sds are the block's"
+            for key, family in problem.families.items() if getattr(family, "name", "") == "GaussianBlock"]
 
 
 def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:
