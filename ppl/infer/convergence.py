@@ -81,6 +81,7 @@ class Convergence:
     mass_moved: float = np.nan  # largest fraction of a pseudo-count global's mass moved (restarted batch)
     mass_variable: str = ""
     stopped_by: str = ""  # "time limit" when --time-limit ended the run before it converged
+    crawl: bool = False  # the measured rate hit RATIO_CAP: the gap is a lower estimate (fixed point)
 
     def to_json(self) -> dict:
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in vars(self).items()}
@@ -108,6 +109,9 @@ class Convergence:
         moved = f" (`{self.mean_variable}`)" if self.mean_variable else ""
         gap = (f"est. {self.elbo_gap:.2g} nats from the fixed point" if np.isfinite(self.elbo_gap)
                else "the objective fell in the last sweep")
+        if self.crawl and np.isfinite(self.elbo_gap):
+            gap = (f"est. at least {self.elbo_gap:.2g} nats from the fixed point (its increments shrink by "
+                   f"{RATIO_CAP} a sweep or slower: a crawl, whose gap can be far larger)")
         return f"ELBO change {self.elbo_change:.2g}, {gap}; largest mean change {self.mean_change:.2g} sd{moved}"
 
 
@@ -172,6 +176,7 @@ class Monitor:
                   if a > 0 and 0 <= b < a * self.largest_ratio]
         # one increment (the second sweep): no rate to estimate, so the slowest rate allowed
         rho = min(max(ratios, default=0.0), RATIO_CAP) if len(increments) > 1 else RATIO_CAP
+        self.report.crawl = max(ratios, default=0.0) >= RATIO_CAP  # measured, not the cap assumed at sweep 2
         self.report.elbo_change = float(d)
         self.report.elbo_gap = float(abs(d) * rho / (1 - rho)) if d >= -self.tol else np.nan  # fell
         if not abs(d) / (1 - rho) <= self.tol:
