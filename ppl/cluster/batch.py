@@ -135,7 +135,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                 converged = True
                 break
             if out_of_time:
-                notes.append(timed_out(monitor, options, iteration))
+                notes.append(timed_out(monitor.report, options, iteration))
                 break
         convergence = monitor.finish(state if interrupted else None)
     finally:

@@ -189,7 +189,7 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
             converged = True
             break
         if out_of_time:
-            notes.append(timed_out(monitor, options, iteration))
+            notes.append(timed_out(monitor.report, options, iteration))
             break
     _settle(problem, state)
     exact = trace[-1] if not any(trace_se) else problem.elbo(state)
@@ -201,10 +201,10 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
                convergence=monitor.finish(state if interrupted else None), interrupted=interrupted)
 
 
-def timed_out(monitor, options: Options, iteration: int) -> str:
-    """Mark the run as stopped by `--time-limit` (the report's advice) and say so in a note."""
-    monitor.report.stopped_by = "time limit"
-    return f"the time limit ({options.time_limit:g} s) stopped the run after sweep {iteration}, before --max-iter"
+def timed_out(report: Convergence, options: Options, iteration: int, unit: str = "sweep") -> str:
+    """Mark `report` as a run stopped by `--time-limit` (the report's advice), and the note that says so."""
+    report.stopped_by = "time limit"
+    return f"the time limit ({options.time_limit:g} s) stopped the run after {unit} {iteration}, before --max-iter"
 
 
 def _settle(problem: Problem, state) -> None:

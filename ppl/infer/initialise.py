@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from ppl.infer.access import sum_by_index
 from ppl.infer.build import GLMFactor, SoftmaxFactor, observed_stats
 from ppl.infer.linear import margin, take_rows
 from ppl.infer.low_rank import Diagonal, GaussianSum
@@ -266,9 +267,7 @@ def _kmeans(points: np.ndarray, k: int, rng, weights=None, iterations: int = 10)
             return labels
         last = labels
         mass = np.bincount(labels, weights=w, minlength=k)  # each centre's weighted mean, by sums over its points
-        sums = np.empty((k, points.shape[1]))
-        for d, column in enumerate(points.T):
-            sums[:, d] = np.bincount(labels, weights=w * column, minlength=k)
+        sums = sum_by_index(labels, w[:, None] * points, k)
         kept = mass > 0  # a centre no point chose stays where it is
         centres[kept] = sums[kept] / mass[kept, None]
     return _nearest(points, centres, np.argmin)

@@ -331,7 +331,7 @@ def form_mean(state, form: LinearForm):
 
 def form_moments(state, form: LinearForm):
     """E[m] and E[m²] (scalar) or E[m mᵀ] (vector) of the whole linear form."""
-    mean, spread = _mean_spread(state, form)
+    mean, spread = mean_spread(state, form)
     if not form.event:
         return mean, mean * mean + spread
     return mean, np.einsum("...i,...j->...ij", mean, mean) + spread
@@ -340,11 +340,11 @@ def form_moments(state, form: LinearForm):
 def margin(state, form: LinearForm):
     """(mean, variance) of a scalar linear form under q: the Gaussian margin η ~ N(m, v) that
     the non-conjugate rules integrate over (v kept positive for a form with no latent term)."""
-    mean, spread = _mean_spread(state, form)
+    mean, spread = mean_spread(state, form)
     return mean, np.maximum(spread, 1e-300)
 
 
-def _mean_spread(state, form: LinearForm):
+def mean_spread(state, form: LinearForm):
     """E[m] and the summed (co)variances of the independent terms."""
     mean = form.offset.copy()
     spread = 0.0

@@ -9,6 +9,8 @@ turn however wide the margin.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 NODES, WEIGHTS = np.polynomial.hermite.hermgauss(48)
@@ -48,9 +50,9 @@ def margin_nodes(m, v, nodes: int = 96):
     link's turn at any width: 96 Gauss–Hermite nodes spaced ~0.3 sd apart put E[σ(η)] off by
     about a node's weight (~0.1) at sd 1e3."""
     m, v = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(m, v))
-    x, w = np.polynomial.hermite.hermgauss(nodes)
+    x, w = _gauss_hermite(nodes)
     eta = m[..., None] + np.sqrt(2.0 * v)[..., None] * x
-    weights = np.broadcast_to(w / np.sqrt(np.pi), eta.shape)
+    weights = np.broadcast_to(w, eta.shape)
     wide = v > WIDE
     if not wide.any():
         return eta, weights
@@ -60,3 +62,11 @@ def margin_nodes(m, v, nodes: int = 96):
     weights = np.concatenate([weights, np.zeros(m.shape + (pad,))], axis=-1)
     eta[wide], weights[wide] = split_eta, split_w
     return eta, weights
+
+
+@functools.lru_cache(maxsize=4)
+def _gauss_hermite(nodes: int) -> tuple:
+    """`nodes`-point Gauss–Hermite nodes and weights for a standard-normal expectation's sum over
+    x√2, made once per count (an eigenproblem each time the predictive was asked)."""
+    x, w = np.polynomial.hermite.hermgauss(nodes)
+    return x, w / np.sqrt(np.pi)

@@ -83,7 +83,7 @@ def _population_level(problem, state, plan) -> None:
     fold-in's fixed point, N(E[m], 1/E[τ]), leaves out the spread of q(m) and q(τ) (Jensen:
     1/E[τ] < E[1/τ]): a new site's effect came out narrower than the population it is drawn
     from. A group seen in training is pinned and left as it is."""
-    from ppl.infer.linear import _mean_spread
+    from ppl.infer.linear import mean_spread
     for name in plan.locals:
         family, own = problem.families.get(name), problem.own(name)
         if getattr(family, "name", "") not in ("Normal", "MvNormal") or len(own) != 1 \
@@ -99,7 +99,7 @@ def _population_level(problem, state, plan) -> None:
             continue
         prior, event = own[0], tuple(getattr(family, "event_shape", ()))
         index = np.broadcast_to(prior.target.index, prior.builder.shape()).reshape(-1)  # the element each writes
-        mean, spread = _mean_spread(state, prior.mean)
+        mean, spread = mean_spread(state, prior.mean)
         mean = np.broadcast_to(mean, prior.builder.shape() + event).reshape((-1,) + event)
         spread = np.broadcast_to(spread + extra, prior.builder.shape() + 2 * event).reshape((-1,) + 2 * event)
         rows = empty[index]

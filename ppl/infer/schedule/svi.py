@@ -265,7 +265,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     windows of a pass) or, when asked, for `passes` passes over the groups; at most `max_iter`
     steps or the time limit.
     Streamed groups (`source`) leave a posterior of the globals only."""
-    from ppl.infer.engine import Run
+    from ppl.infer.engine import Run, timed_out
     refuse_row_minibatches(problem)
     svi = source.stepper(problem, rng) if hasattr(source, "stepper") else SVI(problem, rng, source)
     svi.start()
@@ -284,7 +284,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
             converged = True
             break
         if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
-            timed = Convergence("smoothed trace", stopped_by="time limit")
+            timed = Convergence("smoothed trace")
             break
     stepped = time.perf_counter() - start
     if svi.streamed:
@@ -310,7 +310,7 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
         notes.append(f"{where}: the posterior holds the globals only; the ELBO is one more "
                      f"pass over all {svi.groups.groups} groups ({seconds - stepped:.3g} s)")
     if timed is not None:
-        notes.append(f"the time limit ({options.time_limit:g} s) stopped the run after step {t}, before --max-iter")
+        notes.append(timed_out(timed, options, t, unit="step"))
     terms = {} if svi.streamed else problem.elbo_terms(state)
     return Run(state, trace, terms, converged, t, seconds, warnings=notes, elbo=elbo,
                trace_se=[spread] * len(trace), convergence=timed)
