@@ -283,16 +283,3 @@ def test_engine_errors_for_blocks(text, option, code, where):
     with pytest.raises(ppl.PplError) as info:
         ppl.compile(text).infer(data, max_iter=2, gaussian_block=option)
     assert info.value.code == code and where in str(info.value)
-
-
-def test_a_block_posterior_says_that_it_keeps_the_members_marginals():
-    """The block's joint q is not kept in the Posterior (this version): draws treat its members as
-    independent. The run says so, and the draws' correlation is indeed 0 where the block's is not."""
-    post = ppl.load(MODELS / "hierarchical_logistic.vim").infer(MODELS / "hierarchical_logistic.csv", seed=0,
-                                                                 gaussian_block="all")
-    assert any(n.startswith("q([mu_a, mu_b, a, b, tau_a, tau_b]) is joint, but the posterior keeps each member's "
-                            "marginal") for n in post.notes)
-    draws = post.draws(20000, seed=0, vars=["mu_a", "a"])
-    assert abs(np.corrcoef(draws["mu_a"], draws["a"][:, 0])[0, 1]) < 0.03
-    meanfield = ppl.load(MODELS / "hierarchical_logistic.vim").infer(MODELS / "hierarchical_logistic.csv", seed=0)
-    assert not any("is joint, but" in n for n in meanfield.notes)

@@ -227,20 +227,19 @@ def test_a_gamma_precision_predictive_has_variance_var_mu_plus_mean_of_one_over_
 
 
 def test_a_block_posterior_folds_in_its_lognormal_precision_as_the_gamma_of_its_moments():
-    """A Gaussian block holds τ log-normal; the fold-in is mean field, with τ a Gamma: the one
-    of the log-normal's mean m and variance v (shape m²/v, rate m/v), so y* = x·w + ε/√τ has
-    variance xᵀΣx + E[1/τ] = xᵀΣx + rate/(shape − 1)."""
+    """A Gaussian block holds τ log-normal; the fold-in is mean field, with τ the Gamma of the
+    log-normal's E[τ] and E[1/τ], so y* = x·w + ε/√τ has the log-normal's predictive variance
+    xᵀΣx + E[1/τ], E[1/τ] = e^(s²)/m = (1 + v/m²)/m for mean m and variance v."""
     frame = pd.read_csv("models/linear_regression.csv")
     post = _fit("linear_regression", frame.iloc[:45], gaussian_block="all")
     assert post["tau"].family.name == "LogNormal"
     test = frame.iloc[45:]
     pred = post.predict(test.drop(columns="y"))
     m, v = float(post["tau"].mean), float(post["tau"].sd) ** 2
-    shape, rate = m * m / v, m / v
     mean, cov = post["w"].family.mean_cov(post["w"].natural)
     x = test[["x1", "x2", "x3"]].to_numpy()
     np.testing.assert_allclose(pred["y"]["mean"], x @ mean, atol=1e-10)
-    np.testing.assert_allclose(pred["y"]["sd"], np.sqrt(np.einsum("nd,de,ne->n", x, cov, x) + rate / (shape - 1)),
+    np.testing.assert_allclose(pred["y"]["sd"], np.sqrt(np.einsum("nd,de,ne->n", x, cov, x) + (1 + v / m ** 2) / m),
                                rtol=1e-6)
 
 

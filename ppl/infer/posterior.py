@@ -48,6 +48,7 @@ class Posterior:
     dataset: object = field(default=None, compare=False)  # the bound data (not saved)
     convergence: object = None  # ppl.infer.convergence.Convergence: how close to the fixed point
     interrupted: bool = False  # stopped by the user (Ctrl-C) after a completed sweep
+    blocks: list = field(default_factory=list)  # BlockQ of Gaussian blocks: their members' joint q
 
     @property
     def status(self) -> str:
@@ -73,6 +74,9 @@ class Posterior:
         for group in self.joint:
             if group.mean in names or group.precision in names:
                 draws.update(group.draws(n, rng))
+        for block in self.blocks:
+            if set(block.members) & set(names):
+                draws.update(block.draws(n, rng))
         for name in names:
             if name not in draws:
                 draws[name] = self.marginals[name].draws(n, rng)

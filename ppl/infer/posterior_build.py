@@ -21,6 +21,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
     order of the model's declarations, with what reports need to know about them."""
     from ppl.infer.labels import dims_and_coords
     state, model = run.state, problem.model
+    blocks = _blocks(problem, state)
     q = {}
     for name in model.variables:
         kernel = state.kernel_of(name)
@@ -28,7 +29,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
             q[name] = KernelMarginal(problem.families[name], kernel)
         elif name in state.natural:
             nat = state.natural[name].reshape(problem.shapes[name] + (-1,))
-            q[name] = _own(problem, state, name, nat)
+            q[name] = _own(problem, state, name, nat, blocks)
     joint = [JointDraws(g.mean, g.precision, problem.families[group_key(g)],
                         state.natural[group_key(g)].reshape(problem.shapes[group_key(g)] + (-1,)),
                         model.variables[g.mean].dist == "Normal") for g in analysis.groups]
@@ -42,10 +43,18 @@ def build_posterior(problem, run, analysis) -> Posterior:
     observed = tuple(n for n in data if model.factors_of(n))
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
-                     list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run) + _block_kept(problem),
+                     list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run),
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
-                     run.convergence, run.interrupted)
+                     run.convergence, run.interrupted, blocks)
+
+
+def _blocks(problem, state) -> list:
+    """The joint q of every Gaussian block that ran."""
+    from ppl.infer.block_q import BlockQ
+    return [BlockQ.of(family, state.natural[key], problem.shapes,
+                      [m for m in family.members if isinstance(problem.families[m], fam.LogNormal)])
+            for key, family in problem.families.items() if getattr(family, "name", "") == "GaussianBlock"]
 
 
 def _block_hint(problem, run) -> list[str]:
@@ -68,18 +77,10 @@ def _block_hint(problem, run) -> list[str]:
     return []
 
 
-def _block_kept(problem) -> list[str]:
-    """What a Gaussian block's posterior keeps: each member's marginal, not the joint q (this
-    version), so that draws, predictions and scores leave the members' correlations out."""
-    return [f"q({key}) is joint, but the posterior keeps each member's marginal: its draws, predictions "
-            "and scores leave out the correlations between them (the margin of an intercept plus covariates far "
-            "from 0 comes out far wider); the means and sds are the block's"
-            for key, family in problem.families.items() if getattr(family, "name", "") == "GaussianBlock"]
-
-
-def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:
+def _own(problem, state, name: str, natural: np.ndarray, blocks: list) -> FamilyMarginal:
     """q of a variable; a partially observed response whose predictive `predict` computes as a
-    `Mixture` (not a categorical's class table) reports its empty cells by that predictive."""
+    `Mixture` (not a categorical's class table) reports its empty cells by that predictive, with
+    the correlations of the Gaussian `blocks` it reads."""
     family, mask = problem.families[name], problem.dataset.masks.get(name)
     f = next((f for f in problem.factors if mask is not None and f.factor.target.name == name), None)
     if f is None or f.factor.dist.name in ("Categorical", "OrderedLogistic"):
@@ -89,7 +90,9 @@ def _own(problem, state, name: str, natural: np.ndarray) -> FamilyMarginal:
         return FamilyMarginal(family, natural, mask)
     if type(f).__name__ == "JointGaussian":  # a vector response: predicted by whole rows
         return FamilyMarginal(family, natural, mask)
-    return ImputedMarginal(family, natural, mask, response_mixture(problem, state, name, ~mask.reshape(-1)))
+    from ppl.infer.predict.block_spread import spreads
+    return ImputedMarginal(family, natural, mask, response_mixture(problem, state, name, ~mask.reshape(-1),
+                                                                   spreads(problem, blocks)))
 
 
 def _priors(problem, state, q: dict) -> "Priors":

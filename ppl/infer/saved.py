@@ -1,7 +1,8 @@
 """A posterior on disk and back: the JSON of `ppl infer --output post.json` holds the summary
 for readers and, under `q`, what rebuilds the `Posterior`: each variable's family and natural
-parameters (non-finite entries as strings), the `@joint` groups, the trace, scopes, components,
-axis names and coordinates, and the model text, its hash and the data source.
+parameters (non-finite entries as strings), the `@joint` groups, each Gaussian block's joint q,
+the trace, scopes, components, axis names and coordinates, and the model text, its hash and the
+data source.
 
 Nothing is written twice: a Categorical's natural parameters are log p up to a constant, and its
 probabilities p are the summary's `mean`, so its q entry says `"natural": {"log": "mean"}` and
@@ -23,6 +24,7 @@ import numpy as np
 
 from ppl import families as fam
 from ppl.diagnostics import ModelError, OptionError, Source, Span
+from ppl.infer.block_q import BlockQ
 from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws
 
 FORMAT = "ppl-posterior/1"
@@ -47,6 +49,7 @@ def document(posterior) -> dict:
                       and not any(name in (g.mean, g.precision) for g in posterior.joint)},
         "joint": [{"mean": g.mean, "precision": g.precision, "family": _family(g.family),
                    "natural": _array(g.natural), "scalar": g.scalar} for g in posterior.joint],
+        "blocks": [block.document() for block in posterior.blocks],
         "scopes": posterior.scopes, "components": posterior.components,
         "dims": {k: list(v) for k, v in posterior.dims.items()}, "coords": posterior.coords,
         "term_trace": posterior.term_trace, "restart": posterior.restart,
@@ -114,9 +117,13 @@ def rebuild(doc: dict, path, at: str = "", origin: dict | None = None):
     with entry(path, f"{at}q.joint"):
         joint = [JointDraws(g["mean"], g["precision"], _unfamily(g["family"]), _unarray(g["natural"]),
                             g["scalar"]) for g in q["joint"]]
+    blocks = []
+    for i, b in enumerate(q.get("blocks", [])):  # a file from before blocks were kept has none
+        with entry(path, f"{at}q.blocks.{i}"):
+            blocks.append(BlockQ.from_document(b))
     with entry(path, f"{at}q"):
         marginals = assemble(q["order"], own, joint)
-        fields = dict(restart=int(q["restart"]), joint=joint, scopes=dict(q["scopes"]),
+        fields = dict(restart=int(q["restart"]), joint=joint, blocks=blocks, scopes=dict(q["scopes"]),
                       components=components(q["components"], marginals), dims={k: tuple(v) for k, v in q["dims"].items()},
                       coords=dict(q["coords"]), term_trace=list(q["term_trace"]),
                       priors={k: _unarray(v) for k, v in q["priors"].items()}, observed=tuple(q["observed"]))

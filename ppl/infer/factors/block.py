@@ -30,6 +30,31 @@ def refuse(factor, why: str):
                       hint="leave that variable out of the block (mean field), or drop the block")
 
 
+def block_parts(f, form: LinearForm, members) -> tuple[list, list]:
+    """(parts, rest) of factor `f`'s linear `form`: the terms that read a member of `members` as
+    (member, element index (P,), coefficient (P, width)) over the plate's P elements, and the
+    other terms. E381 for a term a block cannot run."""
+    parts, rest = [], []
+    for term in form.terms:
+        names = [r.name for r in term.reads()]
+        if not set(members).intersection(names):
+            rest.append(term)
+            continue
+        if len(names) != 1 or (term.vector is not None and not term.contract):
+            raise refuse(f.factor, f"in `{' * '.join(names)}`: a block term is one Normal read times "
+                         "data, or data contracted with one MvNormal (`X @ w`)")
+        coef = flat_rows(f, term.coef, event=term.vector is not None)
+        parts.append((names[0], flat_rows(f, term.reads()[0].index)[:, 0], coef))
+    return parts, rest
+
+
+def flat_rows(f, a, event: bool = False) -> np.ndarray:
+    """An index or coefficient over factor `f`'s plate + (1,) [+ (D,) for an `event`], broadcast,
+    as rows (P, 1 or D)."""
+    a = np.asarray(a) if event else np.asarray(a)[..., None]
+    return np.broadcast_to(a, f.builder.shape() + a.shape[-1:]).reshape(-1, a.shape[-1])
+
+
 class _BlockReads:
     """What both runtimes share: the block rows of their form, the rest, and the message to z."""
 
@@ -40,30 +65,15 @@ class _BlockReads:
         weighted = [m for m in members if set(self.row_weights) & set(self.model.variables[m].plates)]
         if weighted:  # its entropy would be weighted too: not in a block
             raise refuse(self.factor, f"`{weighted[0]}` on a plate with row weights")
-        parts, rest = [], []
-        for term in form.terms:
-            names = [r.name for r in term.reads()]
-            if not members.intersection(names):
-                rest.append(term)
-                continue
-            if len(names) != 1 or (term.vector is not None and not term.contract):
-                raise refuse(self.factor, f"in `{' * '.join(names)}`: a block term is one Normal read times "
-                             "data, or data contracted with one MvNormal (`X @ w`)")
-            read = term.reads()[0]
-            coef = self._flat(term.coef, event=term.vector is not None)
-            parts.append((names[0], self._flat(read.index)[:, 0], -coef if target_sign else coef))
+        parts, rest = block_parts(self, form, members)
+        if target_sign:
+            parts = [(name, index, -coef) for name, index, coef in parts]
         if target_sign and self.factor.target.name in members:
-            parts.append((self.factor.target.name, self._flat(self.target.index)[:, 0], np.ones((1, 1))))
+            parts.append((self.factor.target.name, flat_rows(self, self.target.index)[:, 0], np.ones((1, 1))))
         self.block_key = block.key
         self.rows = BlockRows(family, parts, int(np.prod(self.plate.shape, dtype=np.int64)), self.factor.span)
         self.rest = LinearForm(form.offset, rest, form.event)
         self.reads[block.key] = []
-
-    def _flat(self, a, event: bool = False) -> np.ndarray:
-        """An index or coefficient over plate + (1,) [+ (D,) for an `event`], broadcast, as rows
-        (P, 1 or D)."""
-        a = np.asarray(a) if event else np.asarray(a)[..., None]
-        return np.broadcast_to(a, self.builder.shape() + a.shape[-1:]).reshape(-1, a.shape[-1])
 
     def _block_moments(self, state):
         """(E[c_pᵀz], Var[c_pᵀz]) in the factor's plate + (1,) shape."""
@@ -116,7 +126,7 @@ class BlockGaussian(_BlockReads, GaussianFactor):
         if self.dim:
             value = self._to_value(state)
             value = np.broadcast_to(value, self.builder.shape() + value.shape[-1:]).reshape(-1, value.shape[-1])
-            return self.family.place(self.factor.target.name, self._flat(self.target.index)[:, 0], value)
+            return self.family.place(self.factor.target.name, flat_rows(self, self.target.index)[:, 0], value)
         prec, _ = self.precision.expect(state)
         return self._to_block(prec, self._residual(state)[0])
 

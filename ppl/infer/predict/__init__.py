@@ -28,7 +28,7 @@ def predict(posterior, data, model=None, na=None, seed=0) -> Prediction:
     cells = {}
     for name, held in fold.held.items():
         if held.any():
-            mixture = mixed([(w, response_mixture(f.problem, f.state, name)) for w, f in folds])
+            mixture = mixed([(w, response_mixture(f.problem, f.state, name, spreads=f.spreads)) for w, f in folds])
             flat = held.reshape(-1)
             values = [mixture.mean(), np.sqrt(mixture.var())] + [mixture.quantile(q) for q in INTERVAL]
             cells[name] = {k: np.where(flat, v, np.nan).reshape(held.shape)
@@ -58,7 +58,7 @@ def score(posterior, data, model=None, na=None, seed=0) -> Score:
         if type(factor).__name__ == "JointGaussian":
             raise ModelError("E352", f"`{name}` is a vector response: this version predicts its coordinates but "
                              "does not score its rows", span=factor.factor.span)
-        mixture = mixed([(w, response_mixture(f.problem, f.state, name)) for w, f in folds])
+        mixture = mixed([(w, response_mixture(f.problem, f.state, name, spreads=f.spreads)) for w, f in folds])
         values = np.asarray(fold.new.dataset.arrays[name], dtype=float).reshape(-1)
         density = mixture.logpdf(values).reshape(observed.shape)
         weight = element_counts(model.checked, fold.new.dataset, {name: observed.shape}).get(name)  # row weights

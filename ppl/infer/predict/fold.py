@@ -1,8 +1,9 @@
 """Fold-in: the local variables of new data fitted with the global variables held at q.
 
 The schedule's own E-step does the fitting (`SVI.e_step`, ppl.infer.schedule): the model is
-bound to the new rows, every global takes its natural parameters from the posterior (a block's log-normal precision as
-the Gamma of its mean and variance: the fold-in is mean field), the locals start from their
+bound to the new rows, every global takes its natural parameters from the posterior (a block's
+log-normal precision as the Gamma of its E[τ] and E[1/τ]: the fold-in is mean field, and a
+block's correlations enter the predictive through `block_spread`), the locals start from their
 priors and are swept to convergence. Two additions:
 
 - a held-out response cell (empty in the new data, or every cell when scoring) has zero weight
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl.diagnostics import DataError, ModelError
+from ppl.infer.predict.block_spread import spreads
 
 HELD = "\0held-out"  # the row-weight key of held-out cells: no plate has this name
 LOCAL_SWEEPS, LOCAL_TOL = 1000, 1e-8  # the E-step sweeps at most, and its relative tolerance
@@ -36,6 +38,7 @@ class Fold:
     plan: object
     new: object
     held: dict
+    spreads: dict  # factor -> the variance its margin gains from a Gaussian block's correlations
 
 
 def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) -> Fold:
@@ -61,7 +64,7 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
                          "of a chain with @sequences)") from None
     new = bind_new(model, data, posterior.levels, plan.group_column, na)
     methods = {t.factor: t.rule for t in posterior.tags if t.rule != "vmp"}
-    problem = build_problem(checked, new.dataset, model.analyze(new.dataset, methods),
+    problem = build_problem(checked, new.dataset, model.analyze(new.dataset, methods, gaussian_block="none"),
                             ScheduleSpec(inner=LOCAL_SWEEPS, local_tol=LOCAL_TOL))
     held = {name: np.ones_like(mask) if hold_all else ~mask for name, mask in new.observed.items()}
     _hold(problem, held)
@@ -72,18 +75,19 @@ def fold_in(posterior, model, data, *, hold_all: bool = False, na=None, seed=0) 
     _pin_seen(problem, state, posterior, svi.plan, new.seen)
     with np.errstate(all="ignore"):
         svi.e_step(problem, state)
-        _population_level(problem, state, svi.plan)
-    return Fold(problem, state, svi.plan, new, held)
+        population = _population_level(problem, state, svi.plan)
+    return Fold(problem, state, svi.plan, new, held, spreads(problem, posterior.blocks, new.seen, population))
 
 
-def _population_level(problem, state, plan) -> None:
+def _population_level(problem, state, plan) -> dict:
     """A Normal or MvNormal local of an element that no observed cell informs (a new group with
     no observed rows) ← the moments of its prior under q: mean E[m], variance Var[m] + E[1/τ]
     for `a[g] ~ Normal(m, τ)` (covariance Cov[m] + E[Λ⁻¹] for `u[g] ~ MvNormal(m, Λ)`). The
     fold-in's fixed point, N(E[m], 1/E[τ]), leaves out the spread of q(m) and q(τ) (Jensen:
     1/E[τ] < E[1/τ]): a new site's effect came out narrower than the population it is drawn
-    from. A group seen in training is pinned and left as it is."""
+    from. A group seen in training is pinned and left as it is. Returns {local: the elements set}."""
     from ppl.infer.linear import mean_spread
+    population = {}
     for name in plan.locals:
         family, own = problem.families.get(name), problem.own(name)
         if getattr(family, "name", "") not in ("Normal", "MvNormal") or len(own) != 1 \
@@ -109,6 +113,8 @@ def _population_level(problem, state, plan) -> None:
         precision = np.linalg.inv(spread[rows]) if event else 1.0 / spread[rows]
         natural[index[rows]] = family.natural(mean=mean[rows], precision=precision)
         state.set(name, natural)
+        population[name] = index[rows]
+    return population
 
 
 def _hold(problem, held: dict) -> None:
@@ -166,13 +172,15 @@ def _set_globals(problem, state, posterior, names) -> None:
 
 def _natural(source, family) -> np.ndarray:
     """A global's natural parameters in the fold-in's family. The fold-in is mean field: a
-    precision that a Gaussian block held log-normal becomes the Gamma of the same mean m and
-    variance v (shape m²/v, rate m/v)."""
+    precision that a Gaussian block held log-normal becomes the Gamma of the same E[τ] = m and
+    E[1/τ] = (1 + v/m²)/m (v its variance): shape m²/v + 1, rate shape/m. A predictive's
+    variance is E[1/τ] beside the mean's (a Normal response; a new group's effect)."""
     from ppl import families as fam
     natural = np.asarray(source.natural, dtype=float)
     if isinstance(getattr(source, "family", None), fam.LogNormal) and isinstance(family, fam.Gamma):
         m, v = source.family.mean(natural), source.family.sd(natural) ** 2
-        return family.natural(shape=m * m / v, rate=m / v)
+        shape = m * m / v + 1.0
+        return family.natural(shape=shape, rate=shape / m)
     return natural
 
 

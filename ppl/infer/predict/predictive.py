@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.margin_nodes import margin_nodes
 from ppl.infer.linear import margin
 from ppl.lang import ast
@@ -157,7 +158,8 @@ def predicted(problem, f) -> bool:
         return categorical or conjugate_parameter(problem, f) is not None
     if kind == "JointGaussian":
         return bool(np.all(np.asarray(f.scale) == 1.0))
-    return kind == "SoftmaxFactor" or (kind in ("GLMFactor", "GaussianFactor") and not getattr(f, "dim", 0))
+    scalar = ("GLMFactor", "GaussianFactor", "BlockGLM", "BlockGaussian")  # not a log-normal precision's
+    return kind == "SoftmaxFactor" or (kind in scalar and not getattr(f, "dim", 0))
 
 
 def parameter_read(f) -> str | None:
@@ -219,10 +221,11 @@ def _offset(f) -> int:
     return 0 if f.model.variables[f.factor.target.name].elem == "cat" else 1
 
 
-def response_mixture(problem, state, name: str, only=None):
+def response_mixture(problem, state, name: str, only=None, spreads=None):
     """The predictive of every element of response `name` (elements in the array's order), or of
     the elements `only` (a mask or indices, in that order): a scalar Normal response's mixture is
-    then computed for those cells alone (`_gaussian`), not for all and cut."""
+    then computed for those cells alone (`_gaussian`), not for all and cut. `spreads`: factor →
+    the variance its margin gains from a Gaussian block's correlations (`block_spread.spreads`)."""
     f = next(f for f in problem.factors if f.factor.target.name == name)
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
     shape = problem.shapes.get(name, np.shape(problem.dataset.arrays[name]))  # a response without a family: its data
@@ -244,11 +247,11 @@ def response_mixture(problem, state, name: str, only=None):
         return _student(problem, f, state, at)
     if type(f).__name__ == "ConjugateFactor":
         weights, dist, params, discrete = _conjugate(problem, f, state)
-    elif type(f).__name__ == "GLMFactor":
-        weights, dist, params, discrete = _glm(f, state)
+    elif isinstance(f, GLMFactor):
+        weights, dist, params, discrete = _glm(f, state, (spreads or {}).get(f.name, 0.0))
     else:
         rows = at if only is not None and np.ndim(f.precision.scale) == 0 else None
-        weights, dist, params, discrete = _gaussian(f, state, rows)
+        weights, dist, params, discrete = _gaussian(f, state, rows, (spreads or {}).get(f.name, 0.0))
         if rows is not None:  # already the cells asked for, in their order
             cells, at = len(rows), np.arange(len(rows))
     weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, *(p.shape for p in params)))
@@ -284,9 +287,11 @@ def _conjugate(problem, f, state):
     return weights, stats.nbinom, (p["shape"], p["rate"] / (p["rate"] + 1.0)), True
 
 
-def _glm(f, state):
-    """Nodes of the margin η ~ N(m, v) (`margin_nodes`): weights and the family's parameters at σ(η)."""
+def _glm(f, state, spread=0.0):
+    """Nodes of the margin η ~ N(m, v + `spread`) (`margin_nodes`): weights and the family's
+    parameters at σ(η)."""
     m, v = margin(state, f.margin)
+    v = v + spread
     eta, weights = margin_nodes(m, v, NODES)
     dist, link = f.factor.dist.name, f.args["p" if "p" in f.args else "rate"].func
     inverse = {"logistic": special.expit, "probit": special.ndtr, "exp": np.exp}[link]
@@ -318,13 +323,14 @@ def _at_rows(a, plate: tuple, rows) -> np.ndarray:
     return np.broadcast_to(a, plate + tail).reshape((-1,) + tail)[rows]
 
 
-def _gaussian(f, state, rows=None):
-    """Components (a selector's q) × nodes of a Gamma precision: N(m, v + 1/τ); `rows`: of those
-    flat plate cells only (the nodes of every other cell are never formed)."""
+def _gaussian(f, state, rows=None, spread=0.0):
+    """Components (a selector's q) × nodes of a Gamma precision: N(m, v + `spread` + 1/τ); `rows`:
+    of those flat plate cells only (the nodes of every other cell are never formed)."""
     plate = f.plate.shape
     def pick(a):
         return a if rows is None else _at_rows(a, plate, rows)
-    m, v = (pick(a) for a in np.broadcast_arrays(*margin(state, f.mean)))  # v is 0 for a mean with no latent
+    m, v = margin(state, f.mean)  # v is 0 for a mean with no latent
+    m, v = (pick(a) for a in np.broadcast_arrays(m, v + spread))
     r = pick(f.weights(state))
     precision = f.precision
     if precision.kind == "const":
