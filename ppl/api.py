@@ -77,8 +77,8 @@ class Model:
         report = analysis.to_json(self.checked, self.graph(dataset))
         if dataset is not None and analysis.gaussian:
             from ppl.infer.block import describe_blocks
-            for entry, text in zip(report["gaussian_blocks"], describe_blocks(self.checked, dataset, analysis)):
-                entry["layout"] = text
+            for entry, (block, text) in zip(report["gaussian_blocks"], describe_blocks(self.checked, dataset, analysis)):
+                entry["variables"], entry["layout"] = list(block.members), text
         spec = parse_schedule(schedule) if schedule else None
         if dataset is not None:  # the schedule the run takes: with the defaults of its local block
             spec = _run_schedule(self.checked, dataset, analysis, spec)

@@ -194,3 +194,28 @@ def test_a_block_statement_predicts_as_the_switch_does(raw):
     stated = ppl.compile(RAW + "block (b0, w)\n").infer({"X": x_all[:60], "y": y_all[:60]}, seed=0)
     new = {"X": x, "y": np.full(len(x), np.nan)}
     np.testing.assert_allclose(stated.predict(new)["y"]["mean"], post.predict(new)["y"]["mean"], rtol=1e-12)
+
+
+def test_all_leaves_out_the_precision_of_a_response_with_empty_cells():
+    """`--gaussian-block all` with empty response cells: their q would read τ from outside the
+    block (E633 when a block names τ), so `all` leaves τ in mean field, as `ppl check` says; the
+    imputed cells' predictive variance is cᵀΣc + E[1/τ] (τ's Gamma)."""
+    x, _ = _raw_data(50)
+    y = 1 + 0.5 * x[:, 0] + np.random.default_rng(6).normal(0, 0.5, 50)
+    y[:3] = np.nan
+    text = ("data x: real[N]\ndata y: real[N]\nb0 ~ Normal(0, 1)\ntau ~ Gamma(2, 1)\nc ~ Normal(0, 1)\n"
+            "for n in 1..N {\n  y[n] ~ Normal(b0 + c * x[n], tau)\n}\n")
+    model = ppl.compile(text)
+    post = model.infer({"x": x[:, 0], "y": y}, seed=0, gaussian_block="all")
+    block, = post.blocks
+    assert block.members == ("b0", "c") and post["tau"].family.name == "Gamma"
+    _, cov = _dense(block)
+    c = np.column_stack([np.ones(3), x[:3, 0]])
+    shape, rate = post["tau"].params()["shape"], post["tau"].params()["rate"]
+    np.testing.assert_allclose(post["y"].sd[:3], np.sqrt(np.einsum("ni,ij,nj->n", c, cov, c) + rate / (shape - 1)),
+                               rtol=1e-6)
+    report = model.check_report({"x": x[:, 0], "y": y}, gaussian_block="all")
+    assert report["gaussian_blocks"][0]["variables"] == ["b0", "c"]
+    with pytest.raises(ppl.ModelError) as info:  # named, it cannot run
+        model.infer({"x": x[:, 0], "y": y}, seed=0, gaussian_block="b0,c,tau")
+    assert info.value.code == "E633"

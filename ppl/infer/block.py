@@ -81,11 +81,13 @@ def describe(block, layout_and_more, logs=()) -> str:
             f"solved in O(groups){logs} ({block.reason})")
 
 
-def describe_blocks(model, dataset, analysis) -> list[str]:
-    """`describe` of every block of `analysis` on `dataset`."""
+def describe_blocks(model, dataset, analysis) -> list[tuple]:
+    """(block, `describe` of it) for every block of `analysis` on `dataset`, as the run takes it."""
+    from ppl.infer.block_build import without_imputed_precisions
     from ppl.infer.plates import Environment
     env = Environment(model, dataset)
-    return [describe(b, layout_for(b, model, env, analysis.scopes), b.logs(model)) for b in analysis.gaussian]
+    blocks = [without_imputed_precisions(b, model, dataset.masks) for b in analysis.gaussian]
+    return [(b, describe(b, layout_for(b, model, env, analysis.scopes), b.logs(model))) for b in blocks]
 
 
 class BlockFamily:

@@ -3,16 +3,21 @@ their members, and the latent list with each block in place of its members."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ppl.families import LogNormal
 from ppl.graph import forms
 from ppl.infer.block import BlockFamily, describe, layout_for
 
 
-def gaussian_families(model, env, analysis, families: dict, shapes: dict):
+def gaussian_families(model, env, analysis, families: dict, shapes: dict, imputed=()):
     """({key: GaussianBlock} of the blocks that run, notes); adds each block's family. A
-    `--gaussian-block all` block too large for one q runs as mean field, and a note says so."""
+    `--gaussian-block all` block too large for one q runs as mean field, and a note says so; it
+    leaves out a Gamma that is the precision of a response with empty cells (`imputed`: those
+    cells' q would read τ from outside the block, E633 for a block that names it)."""
     blocks, notes = {}, []
     for block in analysis.gaussian:
+        block = without_imputed_precisions(block, model, imputed)
         placed = layout_for(block, model, env, analysis.scopes)
         if placed is None:
             notes.append(describe(block, None))
@@ -24,6 +29,17 @@ def gaussian_families(model, env, analysis, families: dict, shapes: dict):
         shapes[block.key] = ()
         blocks[block.key] = block
     return blocks, notes
+
+
+def without_imputed_precisions(block, model, imputed):
+    """A `--gaussian-block all` block without the Gamma members read as the precision of a
+    response in `imputed` (a block that names them is left as it is: E633)."""
+    logs = block.logs(model) if block.automatic else ()
+    drop = {t for t in logs for f in model.factors if f.target.name in imputed
+            and "precision" in f.args and forms.reads(forms.inline(f.args["precision"], model.definitions), t)}
+    if not drop:
+        return block
+    return dataclasses.replace(block, members=tuple(m for m in block.members if m not in drop))
 
 
 def block_read_by(factor, blocks: dict, model):

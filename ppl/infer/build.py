@@ -155,7 +155,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
             discrete_chain_family(chain, model, dataset, env)
     runtimes, latent = _joint_factors(model, dataset, env, analysis, families, shapes)
     runtimes += _discrete_chain_factors(model, env, analysis, families)
-    blocks, notes = gaussian_families(model, env, analysis, families, shapes)
+    blocks, notes = gaussian_families(model, env, analysis, families, shapes, dataset.masks)
     done = {f.factor.name for f in runtimes} | {
         f.name for g in analysis.groups for f in model.factors_of(g.precision)}
     runtimes += [_factor_runtime(factor, model, env, dataset, families, analysis, blocks, transitions)
