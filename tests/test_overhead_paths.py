@@ -10,7 +10,7 @@ import pytest
 
 import ppl
 from ppl.infer import access, linear
-from ppl.infer import softmax_shift
+from ppl.infer.build import Problem
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -60,18 +60,39 @@ for n in 1..N {{
     data = pd.read_csv(MODELS / "multinomial_logistic.csv")
     model = ppl.compile(text)
     kept = model.infer(data, seed=0)
-    made, calls = softmax_shift._prior_params, []
+    made, calls = Problem.prior_gaussian, []
 
-    def afresh(problem, state, name, shape):
+    def afresh(problem, state, name):
         calls.append(name)
         problem.prior_params.clear()
-        return made(problem, state, name, shape)
+        return made(problem, state, name)
 
-    monkeypatch.setattr(softmax_shift, "_prior_params", afresh)
+    monkeypatch.setattr(Problem, "prior_gaussian", afresh)
     fresh = model.infer(data, seed=0)
     assert calls and kept.trace == fresh.trace
     assert np.array_equal(kept["w"].mean, fresh["w"].mean) and np.array_equal(kept["w"].sd, fresh["w"].sd)
 
+
+def test_the_intercept_shifts_kept_priors_are_the_ones_made_afresh(monkeypatch):
+    """`mu + a[g[n]]` with constant priors (the intercept shift's ridge): keeping the priors'
+    mean and precision between sweeps gives the run that factors them each time, to the bit."""
+    text = ("data g: int[N]\ndata y: real[N]\nconst G = 5\nmu ~ Normal(0, 1)\nfor k in 1..G {\n"
+            "  a[k] ~ Normal(0, 2.0)\n}\nfor n in 1..N {\n  y[n] ~ Normal(mu + a[g[n]], 4.0)\n}\n")
+    rng = np.random.default_rng(2)
+    data = {"g": rng.integers(1, 6, 60), "y": rng.normal(3, 1, 60)}
+    model = ppl.compile(text)
+    kept = model.infer(data, seed=0)
+    made, calls = Problem.prior_gaussian, []
+
+    def afresh(problem, state, name):
+        calls.append(name)
+        problem.prior_params.clear()
+        return made(problem, state, name)
+
+    monkeypatch.setattr(Problem, "prior_gaussian", afresh)
+    fresh = model.infer(data, seed=0)
+    assert {"mu", "a"} <= set(calls) and kept.trace == fresh.trace
+    assert np.array_equal(kept["a"].mean, fresh["a"].mean) and np.array_equal(kept["mu"].sd, fresh["mu"].sd)
 
 WIDE = """
 data X: real[N, D]

@@ -76,7 +76,7 @@ class Problem:
     levels: tuple = ()  # (factorial factor, its levels) updated jointly (ppl.infer.factorial_levels)
     class_shifts: dict = field(default_factory=dict)  # softmax class weights -> class axis (ppl.infer.softmax_shift)
     intercept_shifts: dict = field(default_factory=dict)  # later name -> [(a, u)] (ppl.infer.intercept_shift)
-    prior_params: dict = field(default_factory=dict)  # class weights -> (their priors' messages, params): softmax_shift
+    prior_params: dict = field(default_factory=dict)  # Gaussian -> (its priors' messages, params): prior_gaussian
 
     def own(self, name: str) -> list:
         """The factors of `name`'s own statements (its prior): those whose target it is."""
@@ -85,6 +85,19 @@ class Problem:
     def prior_message(self, state, name: str):
         """Σ of the messages to `name` from its own statements."""
         return sum(f.message(state, name) for f in self.own(name))
+
+    def prior_gaussian(self, state, name: str) -> dict:
+        """The mean and precision of the message from Gaussian `name`'s own statements at each
+        element (the ridge shifts: ppl.infer.intercept_shift, softmax_shift); kept while those
+        statements send the very same arrays (a constant prior's message is made once a run: its
+        factorisation then is too, not once a sweep)."""
+        messages = [f.message(state, name) for f in self.own(name)]
+        kept = self.prior_params.get(name)
+        if kept is None or len(kept[0]) != len(messages) or any(a is not b for a, b in zip(kept[0], messages)):
+            # (held with the params, the kept messages stay alive: a new array is never taken for one of them)
+            params = state.families[name].params(np.broadcast_to(sum(messages), state.natural[name].shape))
+            kept = self.prior_params[name] = (messages, params)
+        return kept[1]
 
     @property
     def inner(self) -> int:

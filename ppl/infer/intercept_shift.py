@@ -80,9 +80,7 @@ def shift_intercepts(problem, state, a: str, u: str) -> None:
     moved = {}
     for name in (a, u):
         family = state.families[name]
-        prior = problem.prior_message(state, name)
-        q = family.params(state.natural[name])
-        p = family.params(np.broadcast_to(prior, state.natural[name].shape))
+        q, p = family.params(state.natural[name]), problem.prior_gaussian(state, name)
         moved[name] = (family, q, p["precision"], q["mean"] - p["mean"])
     (_, qa, pa, da), (_, qu, pu, du) = moved[a], moved[u]
     c = (np.sum(pu * du) - np.sum(pa * da)) / (np.sum(pa) + np.sum(pu))

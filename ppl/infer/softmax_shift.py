@@ -58,7 +58,7 @@ def shift_groups(problem) -> tuple:
 def shift_classes(problem, state, name: str, axis: int) -> None:
     """Move q(name) to the best point of the ridge along its class axis (module docstring)."""
     family, natural = state.families[name], state.natural[name]
-    q, p = family.params(natural), _prior_params(problem, state, name, natural.shape)
+    q, p = family.params(natural), problem.prior_gaussian(state, name)
     shape = problem.shapes[name]  # λ holds one element a row: the plates back as axes, for `axis`
     event = q["mean"].shape[1:]
     mean, gap = q["mean"].reshape(shape + event), (p["mean"] - q["mean"]).reshape(shape + event)
@@ -71,16 +71,3 @@ def shift_classes(problem, state, name: str, axis: int) -> None:
     if np.all(np.isfinite(c)):  # a flat prior: the ridge has no maximum
         moved = (mean + np.expand_dims(c, axis)).reshape(q["mean"].shape)
         state.set(name, family.natural(mean=moved, precision=q["precision"]))
-
-
-def _prior_params(problem, state, name: str, shape: tuple) -> dict:
-    """The mean and precision of the message from `name`'s Gaussian priors (`shift_groups`) at each
-    element; kept while those statements send the very same arrays (a constant prior's message is
-    made once a run: its factorisation then is too, not once a sweep)."""
-    messages = [f.message(state, name) for f in problem.own(name)]
-    kept = problem.prior_params.get(name)
-    if kept is None or len(kept[0]) != len(messages) or any(a is not b for a, b in zip(kept[0], messages)):
-        # (held with the params, the kept messages stay alive: a new array is never taken for one of them)
-        params = state.families[name].params(np.broadcast_to(sum(messages), shape))
-        kept = problem.prior_params[name] = (messages, params)
-    return kept[1]
