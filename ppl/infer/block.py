@@ -204,6 +204,18 @@ class BlockRows:
                 + 2 * np.einsum("pi,pij,pj->p", self.cl, cov_lc, self.cg)
                 + np.einsum("pi,pij,pj->p", self.cl, cov_ll, self.cl))
 
+    def covariance(self, other: "BlockRows", sol) -> np.ndarray:
+        """Cov[c_pᵀ z, d_pᵀ z] per element, for rows `other` (d) of the same elements, each element
+        reading one group (or none) in both."""
+        l, c = self.layout.local, self.layout.corner
+        group = np.where(self.group < self.layout.groups, self.group, other.group)
+        cov_ll = np.concatenate([sol.cov_ll, np.zeros((1, l, l))])[group]
+        cov_lc = np.concatenate([sol.cov_lc, np.zeros((1, l, c))])[group]
+        return (np.sum((self.cg @ sol.cov_cc) * other.cg, axis=1)
+                + np.einsum("pi,pij,pj->p", self.cl, cov_lc, other.cg)
+                + np.einsum("pi,pij,pj->p", other.cl, cov_lc, self.cg)
+                + np.einsum("pi,pij,pj->p", self.cl, cov_ll, other.cl))
+
     def cross(self, sol, at: int) -> np.ndarray:
         """Cov[c_pᵀ z, z_at] per element, for a corner coordinate `at` (a log precision's u)."""
         cov_lc = np.concatenate([sol.cov_lc[:, :, at], np.zeros((1, self.layout.local))])[self.group]

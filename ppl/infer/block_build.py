@@ -53,8 +53,9 @@ def block_read_by(factor, blocks: dict, model):
 
 
 def block_runtime(factor, model, env, dataset, families, block, rule):
-    """The runtime of a factor that reads `block`: a Normal statement (conjugate) or a scalar
-    GLM likelihood under `rule` = (name, options); E381 for anything else."""
+    """The runtime of a factor that reads `block`: a Normal statement (conjugate), a scalar GLM
+    likelihood under `rule` = (name, options), or a softmax under Böhning's bound; E381 for
+    anything else."""
     from ppl.infer.build import GLM_DISTRIBUTIONS
     from ppl.infer.factors.block import BlockGaussian, BlockGLM, refuse
     logs = block.logs(model)
@@ -67,6 +68,13 @@ def block_runtime(factor, model, env, dataset, families, block, rule):
         return BlockLogNormal(factor, model, env, dataset, families, block)
     if rule is not None and factor.dist.name in GLM_DISTRIBUTIONS and factor.target.name not in block.members:
         return BlockGLM(factor, model, env, dataset, families, rule[0], rule[1], block)
+    from ppl.infer.factors.softmax import is_softmax
+    if rule is not None and is_softmax(factor):
+        from ppl.infer.factors.block_softmax import RULE, BlockSoftmax
+        if rule[0] != RULE:
+            raise refuse(factor, f"through a softmax under `{rule[0]}`: a block runs a softmax under Böhning's "
+                         f"bound (`{RULE}`), whose curvature is known across the classes")
+        return BlockSoftmax(factor, model, env, dataset, families, rule[1], block)
     if rule is None and factor.dist.name in ("Normal", "MvNormal"):
         return BlockGaussian(factor, model, env, dataset, families, block)
     raise refuse(factor, f"through {factor.dist.name}: a block runs Normal and MvNormal statements and scalar GLM likelihoods")

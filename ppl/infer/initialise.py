@@ -140,8 +140,7 @@ def _widest_margin(factor, state) -> tuple[float, list]:
     A likelihood that reads a Gaussian block (`BlockGLM`) is measured on every row, with the
     block's covariances; any other on `MEASURED` rows, evenly spaced."""
     if hasattr(factor, "block_key"):
-        reads = {a.name for a in factor.rest.reads()} | {factor.block_key}
-        return float(np.max(factor._margin(state)[1], initial=0.0)), sorted(reads)
+        return float(np.max(factor._margin(state)[1], initial=0.0)), sorted(factor.margin_reads())
     forms = factor.forms if isinstance(factor, SoftmaxFactor) else [factor.margin]
     rows = np.unique(np.linspace(0, factor.plate.shape[0] - 1, MEASURED).astype(np.int64)) \
         if factor.plate.shape and factor.plate.shape[0] > MEASURED else None  # else every row

@@ -121,10 +121,11 @@ def stick(tab):
     return rule
 
 
-def predictive(m, v):
-    """E[softmax(η)] under independent margins N(m_k, v_k), by `expected`'s nodes: lead + (K,)."""
+def predictive(m, v, cov=None):
+    """E[softmax(η)] under independent margins N(m_k, v_k), by `expected`'s nodes, or under margins
+    of covariance `cov` (lead + (K, K), a Gaussian block's): lead + (K,)."""
     m, v = np.broadcast_arrays(np.asarray(m, dtype=float), np.asarray(v, dtype=float))
-    return averages(m, v)[1]
+    return averages(m, v, cov=cov)[1]
 
 
 def stick_predictive(m, v):

@@ -40,11 +40,13 @@ def nodes_per_axis(k: int) -> int:
     return min(MAX_NODES, int(np.floor(NODE_BUDGET ** (1.0 / max(k - 1, 1)) + 1e-9)))
 
 
-def averages(m, v, derivatives: bool = True):
+def averages(m, v, derivatives: bool = True, cov=None):
     """(E[lse(η)], E[p(η)], E[p(1 − p)]) for margins m, v of shape lead + (K,); E[lse] alone
-    (the others None) when not `derivatives`."""
+    (the others None) when not `derivatives`. `cov` (lead + (K, K)): margins correlated across
+    the classes (a Gaussian block's), whose diagonal is then v."""
     k, lead = m.shape[-1], m.shape[:-1]
     flat_m, flat_v = m.reshape(-1, k), v.reshape(-1, k)
+    flat_c = None if cov is None else cov.reshape(-1, k, k)
     lse = np.empty(len(flat_m))
     p1, p2 = (np.empty((len(flat_m), k)), np.empty((len(flat_m), k))) if derivatives else (None, None)
     if k == 1:  # one class: lse(η) = η, p = 1
@@ -57,13 +59,13 @@ def averages(m, v, derivatives: bool = True):
         wide = np.ones(len(flat_m), bool)
         if n >= MIN_NODES:
             x, w = _axis(n)
-            parts = _differences(flat_m, flat_v)
+            parts = _differences(flat_m, flat_v, flat_c)
             wide = np.abs(parts[2]).sum(-1).max(-1) * np.abs(x).max() > WIDE
             narrow = np.flatnonzero(~wide)
             _product(*(part[narrow] for part in parts), x, w, narrow, lse, p1, p2)
         if wide.any():
             at = np.flatnonzero(wide)
-            _sampled(flat_m[at], flat_v[at], at, lse, p1, p2)
+            _sampled(flat_m[at], np.sqrt(flat_v[at]) if flat_c is None else _cholesky(flat_c[at]), at, lse, p1, p2)
     if not derivatives:
         return lse.reshape(lead), None, None
     return lse.reshape(lead), p1.reshape(m.shape), p2.reshape(m.shape)
@@ -81,17 +83,24 @@ def _axis(n: int):
 _AXES: dict = {}
 
 
-def _differences(m, v):
+def _differences(m, v, c=None):
     """(ref, others, L, μ, m_ref): each row's reference class r (its largest mean), the other
     classes in order (rows, K − 1), the Cholesky factor L and mean μ ≤ 0 of the differences
-    d_j = η_j − η_r, and m_r."""
+    d_j = η_j − η_r, and m_r. Their covariance is diag(v_j) + v_r 11ᵀ for independent margins,
+    C_jl − C_jr − C_rl + C_rr for margins of covariance C (`c`, rows × K × K)."""
     rows, k = np.arange(len(m)), m.shape[-1]
     ref = m.argmax(-1)
     axis = np.arange(k - 1)
     others = axis + (axis >= ref[:, None])
     m_ref, v_ref = m[rows, ref], v[rows, ref]
     mu = m[rows[:, None], others] - m_ref[:, None]
-    cov = v[rows[:, None], others][:, :, None] * np.eye(k - 1) + v_ref[:, None, None]
+    if c is None:
+        cov = v[rows[:, None], others][:, :, None] * np.eye(k - 1) + v_ref[:, None, None]
+    else:
+        r, o = rows[:, None], others
+        to_ref = c[r, o, ref[:, None]]  # C_jr
+        cov = c[r[:, :, None], o[:, :, None], o[:, None, :]] - to_ref[:, :, None] - to_ref[:, None, :] \
+            + c[rows, ref, ref][:, None, None]
     return ref, others, _cholesky(cov), mu, m_ref
 
 
@@ -209,11 +218,11 @@ def _draws(k: int):
 _DRAWS: dict = {}
 
 
-def _sampled(m, v, at, lse, p1, p2):
-    """Fill rows `at` by the log-domain average over the fixed points η = m + √v ε, a block of rows
-    at a time in buffers made once per call."""
+def _sampled(m, scale, at, lse, p1, p2):
+    """Fill rows `at` by the log-domain average over the fixed points η = m + √v ε (`scale` √v,
+    rows × K) or η = m + Lε (`scale` a factor L of the margins' covariance, rows × K × K), a
+    block of rows at a time in buffers made once per call."""
     along, weights = _draws(m.shape[-1])
-    s = np.sqrt(v)
     rows = max(1, BLOCK // along.size)
     eta, scratch = np.empty((2, min(rows, len(m))) + along.shape)
     top, total = np.empty((2, min(rows, len(m)), along.shape[1]))
@@ -221,7 +230,10 @@ def _sampled(m, v, at, lse, p1, p2):
         sl, where = slice(lo, lo + rows), at[lo:lo + rows]
         r = len(where)
         e, t, z = eta[:r], top[:r], total[:r]
-        np.multiply(s[sl, :, None], along, out=e)
+        if scale.ndim == 2:
+            np.multiply(scale[sl, :, None], along, out=e)
+        else:
+            np.matmul(scale[sl], along, out=e)
         e += m[sl, :, None]
         np.max(e, axis=1, out=t)
         e -= t[:, None, :]

@@ -75,6 +75,10 @@ class _BlockReads:
         self.rest = LinearForm(form.offset, rest, form.event)
         self.reads[block.key] = []
 
+    def margin_reads(self) -> set:
+        """The variables its margin reads: the block and the rest's latents."""
+        return {a.name for a in self.rest.reads()} | {self.block_key}
+
     def _block_moments(self, state):
         """(E[c_pᵀz], Var[c_pᵀz]) in the factor's plate + (1,) shape."""
         sol = state.moments(self.block_key)

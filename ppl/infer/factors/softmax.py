@@ -122,12 +122,18 @@ class SoftmaxFactor(FactorRuntime):
             self._sites = target, np.where(self.present, tau, 0.0)  # no site where no stick is read
         return self._sites
 
-    def predictive(self, state, cells=True):
+    def predictive(self, state, cells=True, spread=None):
         """The class probabilities averaged over q(η) of the cells `cells` (a mask on plate + (1,)):
-        (cells, K)."""
+        (cells, K). `spread` (elements, K, K): covariances the margins have beyond their own
+        variances (a Gaussian block's, in prediction: ppl.infer.predict.block_spread)."""
         m, v = self.margins(state)
-        rule = softmax.stick_predictive if self.rule == "bound:stick" else softmax.predictive
-        return rule(m[cells], v[cells])
+        if self.rule == "bound:stick":
+            return softmax.stick_predictive(m[cells], v[cells])
+        if spread is None:
+            return softmax.predictive(m[cells], v[cells])
+        at = np.broadcast_to(cells, self.builder.shape()).reshape(-1)
+        cov = spread[at] + v.reshape(-1, self.classes)[at][..., None] * np.eye(self.classes)
+        return softmax.predictive(m.reshape(-1, self.classes)[at], np.diagonal(cov, axis1=1, axis2=2), cov)
 
     def _message(self, state, access):
         if access is self.target:  # q(y) of a missing cell: the log predictive (observed cells keep λ = 0)

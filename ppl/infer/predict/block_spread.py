@@ -21,35 +21,48 @@ from ppl.infer.block import BlockRows
 from ppl.infer.factors.block import block_parts, flat_rows
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import GLMFactor
+from ppl.infer.factors.softmax import SoftmaxFactor
 
 
 def spreads(problem, blocks, seen=None, population=None) -> dict:
     """{factor name: c_pᵀΣc_p − Σ_t c_ptᵀ Σ_tt c_pt per plate element} of every response factor
-    whose margin reads members of `blocks` (BlockQ); `seen`: the training group of each of the
+    whose margin reads members of `blocks` (BlockQ) (a softmax's: per element, the classes'
+    K × K covariance less the marginals' diagonal); `seen`: the training group of each of the
     rows' groups (−1 for a new one), None when the rows are the training rows; `population`:
     {local: its elements at their population level}."""
     extra = {}
     for block in blocks:
         sol = block.solution()
         for f in problem.factors:
-            form = margin_form(f)
-            if form is None or problem.model.variables[f.factor.target.name].kind == "latent":
+            forms = margin_forms(f)
+            if not forms or problem.model.variables[f.factor.target.name].kind == "latent":
                 continue
-            parts, _ = block_parts(f, form, block.members)
-            parts = [p for part in parts for p in _to_training(problem, block, part, seen, population or {})]
-            if not parts:
+            elements = int(np.prod(f.plate.shape, dtype=np.int64))
+            rows, apart = [], []
+            for form in forms:
+                parts, _ = block_parts(f, form, block.members)
+                parts = [p for part in parts for p in _to_training(problem, block, part, seen, population or {})]
+                rows.append(BlockRows(block, parts, elements, f.factor.span))
+                apart.append(sum((_element_variance(block, sol, part) for part in parts), np.zeros(elements)))
+            if not any(r.cg.any() or r.cl.any() for r in rows):
                 continue
-            rows = BlockRows(block, parts, int(np.prod(f.plate.shape, dtype=np.int64)), f.factor.span)
-            apart = sum(_element_variance(block, sol, part) for part in parts)
-            extra[f.name] = extra.get(f.name, 0.0) + (rows.variance(sol) - apart).reshape(f.builder.shape())
+            if isinstance(f, SoftmaxFactor):  # the classes' joint covariance, less what the marginals give
+                joint = np.stack([np.stack([r.covariance(t, sol) for t in rows], -1) for r in rows], -2)
+                spread = joint - np.stack(apart, -1)[..., None] * np.eye(len(rows))
+            else:
+                spread = (rows[0].variance(sol) - apart[0]).reshape(f.builder.shape())
+            extra[f.name] = extra.get(f.name, 0.0) + spread
     return extra
 
 
-def margin_form(f):
-    """The linear form a response factor's predictive reads: a GLM's margin, a scalar Normal's mean."""
+def margin_forms(f) -> list:
+    """The linear forms a response factor's predictive reads: a GLM's margin, a scalar Normal's
+    mean, a softmax's classes' margins (not stick-breaking's)."""
     if isinstance(f, GLMFactor):
-        return f.margin
-    return f.mean if isinstance(f, GaussianFactor) and not f.dim else None
+        return [f.margin]
+    if isinstance(f, SoftmaxFactor):
+        return f.forms if f.rule != "bound:stick" else []
+    return [f.mean] if isinstance(f, GaussianFactor) and not f.dim else []
 
 
 def _to_training(problem, block, part, seen, population: dict) -> list:

@@ -237,7 +237,7 @@ def response_mixture(problem, state, name: str, only=None, spreads=None):
         at = at[only]
     elements = len(at)
     if type(f).__name__ == "SoftmaxFactor":  # E_q[softmax(η)], the factor's own average over q(η)
-        probs = f.predictive(state, np.ones(f.y.shape, dtype=bool))
+        probs = f.predictive(state, np.ones(f.y.shape, dtype=bool), (spreads or {}).get(f.name))
         return CategoricalMixture(np.ones((elements, 1)), probs[at][:, None, :], _offset(f))
     if f.factor.dist.name == "Categorical":
         return _categorical(f, state, at)
