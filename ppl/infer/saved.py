@@ -23,6 +23,7 @@ import numpy as np
 
 from ppl import families as fam
 from ppl.diagnostics import ModelError, OptionError, Source, Span
+from ppl.infer.coverage import CoverageNote
 from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws
 
 FORMAT = "ppl-posterior/1"
@@ -54,6 +55,9 @@ def document(posterior) -> dict:
         "observed": list(posterior.observed),
     }
     doc["origin"] = posterior.origin
+    coverage = [n.record for n in posterior.notes if isinstance(n, CoverageNote)]
+    if coverage:  # a converged mean-field run whose sds are too narrow (ppl.infer.coverage)
+        doc["coverage"] = coverage
     return doc
 
 
