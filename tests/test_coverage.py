@@ -90,9 +90,12 @@ def test_raw_covariates_give_the_note_and_standardised_ones_do_not(tmp_path):
     assert (f"mean field's sd of `b0` is {r:.2g} of what a joint Gaussian q over `b0, w` gives at this fixed point "
             "(they are correlated through `y`); --gaussian-block b0,w fits them jointly") in post.notes
     post.save(tmp_path / "post.json")
-    record, = json.loads((tmp_path / "post.json").read_text())["coverage"]
+    saved = json.loads((tmp_path / "post.json").read_text())
+    record, = saved["coverage"]
     assert record["element"] == "b0" and record["members"] == ["b0", "w"] and record["threshold"] == THRESHOLD
-    assert record["worst"] == pytest.approx(r, rel=1e-6)
+    assert record["worst"] == pytest.approx(r, rel=1e-6) and saved["notes"][record["note"]].startswith("mean field")
+    ppl.Posterior.load(tmp_path / "post.json").save(tmp_path / "again.json")
+    assert json.loads((tmp_path / "again.json").read_text())["coverage"] == saved["coverage"]
     note = next(n for n in post.notes if isinstance(n, CoverageNote))
     assert pickle.loads(pickle.dumps(note)).record == note.record  # a Dask worker's result keeps it
     standardised = model.infer(regression_data(0.0), seed=0)

@@ -55,8 +55,8 @@ def document(posterior) -> dict:
         "observed": list(posterior.observed),
     }
     doc["origin"] = posterior.origin
-    coverage = [n.record for n in posterior.notes if isinstance(n, CoverageNote)]
-    if coverage:  # a converged mean-field run whose sds are too narrow (ppl.infer.coverage)
+    coverage = [{**n.record, "note": i} for i, n in enumerate(posterior.notes) if isinstance(n, CoverageNote)]
+    if coverage:  # a converged mean-field run whose sds are too narrow (ppl.infer.coverage); `note`: its index
         doc["coverage"] = coverage
     return doc
 
@@ -145,7 +145,17 @@ def run_fields(doc: dict) -> dict:
     return dict(elbo=float(doc["elbo"]), trace=list(doc["trace"]), elbo_terms=dict(doc["elbo_terms"]),
                 iterations=int(doc["iterations"]), converged=bool(doc["converged"]), seconds=float(doc["seconds"]),
                 tags=tuple(Tag(t["factor"], t["variable"], "", "", t["rule"], t["reason"]) for t in doc["factors"]),
-                levels=dict(doc["levels"]), notes=list(doc["notes"]), trace_se=list(doc["trace_se"]))
+                levels=dict(doc["levels"]), notes=_notes(doc), trace_se=list(doc["trace_se"]))
+
+
+def _notes(doc: dict) -> list:
+    """A document's notes, each that `coverage` records a `CoverageNote` again (so a loaded posterior
+    saves the same entry)."""
+    notes = list(doc["notes"])
+    for record in doc.get("coverage", ()):
+        at = record["note"]
+        notes[at] = CoverageNote(notes[at], {k: v for k, v in record.items() if k != "note"})
+    return notes
 
 
 def check_model(origin: dict, model, path) -> None:
