@@ -142,12 +142,11 @@ def ratios(problem, state, members: tuple, factors: list) -> Ratios | None:
 def _label(problem, placements: dict, layout, at: int) -> str:
     """The element coordinate `at` of the stacked vector is, as the summary names it (`a[site_c]`, `w[2]`)."""
     from ppl.infer.labels import dims_and_coords
-    group, within = divmod(at - layout.corner, layout.local) if at >= layout.corner else (0, at)
-    for name, place in placements.items():
-        if place.local == (at >= layout.corner) and place.base <= within < place.base + place.width * (
-                1 if place.local else place.elements):
-            flat = group * place.width + within - place.base
-            break
+    local = at >= layout.corner  # a group's coordinate, else the corner's
+    group, within = divmod(at - layout.corner, layout.local) if local else (0, at)
+    name, place = next((n, p) for n, p in placements.items() if p.local == local
+                       and p.base <= within < p.base + p.width * (1 if local else p.elements))
+    flat = group * place.width + within - place.base
     model = problem.model
     shape = problem.shapes[name] + tuple(problem.env.size(d) for d in model.variables[name].event_shape)
     if not shape:
