@@ -171,7 +171,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     blocks, notes = gaussian_families(model, env, analysis, families, shapes, dataset.masks)
     done = {f.factor.name for f in runtimes} | {
         f.name for g in analysis.groups for f in model.factors_of(g.precision)}
-    runtimes += [_factor_runtime(factor, model, env, dataset, families, analysis, blocks, transitions)
+    runtimes += [factor_runtime(factor, model, env, dataset, families, analysis, blocks, transitions)
                  for factor in model.factors if factor.name not in done]
     check_coverage(runtimes, model, shapes)
     latent = in_blocks(latent, blocks)
@@ -223,7 +223,7 @@ def build_problem(model, dataset, analysis, schedule=None) -> Problem:
     return problem
 
 
-def _factor_runtime(factor, model, env, dataset, families, analysis, blocks, transitions: set):
+def factor_runtime(factor, model, env, dataset, families, analysis, blocks, transitions: set):
     """The runtime of a factor that no joint group, discrete chain or `@joint` precision took."""
     rules = {t.rule for t in analysis.for_factor(factor.name) if t.role != "value"}
     nonconjugate = rules & set(GLM_RULES)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ppl import families as fam
+from ppl.infer.coverage import coverage_notes
 from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.factors.joint import group_key
 from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws, KernelMarginal
@@ -43,7 +44,8 @@ def build_posterior(problem, run, analysis) -> Posterior:
     observed = tuple(n for n in data if model.factors_of(n))
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
-                     list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run),
+                     list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run)
+                     + coverage_notes(problem, run),
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
                      run.convergence, run.interrupted, blocks)
