@@ -43,6 +43,12 @@ class Band:
         size = self.band.itemsize
         self.steps = as_strided(self.band.reshape(-1)[k:], shape=(max(rows - 1, 0), k, k),
                                 strides=(2 * k * k * size, (2 * k - 1) * size, size))
+        # the same region as (K, 2K − 1, T − 1): A_t's rows each followed by K − 1 entries that are 0
+        # (or the unit diagonal, never read), written by one product of the padded −W (K, 2K − 1) and
+        # e_t / ĉ_t (padded with 0, (2K − 1, T)) that runs along t (3× faster than along rows of K)
+        self.wide = as_strided(self.band.reshape(-1)[k:], shape=(k, 2 * k - 1, max(rows - 1, 0)),
+                               strides=((2 * k - 1) * size, size, 2 * k * k * size))
+        self.padded, self.scaled = np.zeros((k, 2 * k - 1, 1)), np.zeros((2 * k - 1, rows))
         self.cut = np.flatnonzero(starts[1:])  # steps that start a chain: no coupling to the row before
         self.owner = None if len(firsts) == 1 else np.repeat(np.arange(len(firsts)), np.diff(np.append(firsts, rows)))
         self.ones = np.ones(k)
@@ -84,12 +90,17 @@ def messages(local: np.ndarray, weights: np.ndarray, band: Band):
 def _solve(local, weights, estimate, band):
     """(x (T, K), y (T, K), Σ_k x_t (T,)): the forward and backward solves at normalisers `estimate`."""
     k = band.k
-    scaled = local / -estimate[:, None]
-    np.multiply(weights if weights.ndim == 2 else weights[1:], scaled[1:, None, :], out=band.steps)
+    scaled = np.divide(local.T, estimate, out=band.scaled[:k])  # e_t / ĉ_t, (K, T)
+    if weights.ndim == 2:
+        np.negative(weights, out=band.padded[:, :k, 0])
+        np.multiply(band.padded, band.scaled[:, 1:], out=band.wide)
+    else:
+        np.multiply(weights[1:], scaled.T[1:, None, :], out=band.steps)
+        np.negative(band.steps, out=band.steps)
     if len(band.cut):
         band.steps[band.cut] = 0.0
     x = np.zeros_like(local)
-    x[band.firsts] = -scaled[band.firsts]
+    x[band.firsts] = scaled.T[band.firsts]
     x = dtbsv(2 * k - 1, band.band.T, x.reshape(-1), lower=1, diag=1, overwrite_x=1).reshape(-1, k)
     y = np.zeros_like(local)
     y[band.lasts] = 1.0
