@@ -36,8 +36,10 @@ class Band:
 
     def __init__(self, starts: np.ndarray, firsts: np.ndarray, k: int):
         rows = len(starts)
-        self.k, self.firsts = k, firsts
-        self.lasts = np.append(firsts[1:], rows) - 1
+        lasts = np.append(firsts[1:], rows) - 1
+        # the first and last rows of the chains: slices of one row when there is one chain (cheaper to index)
+        self.firsts, self.lasts = (slice(0, 1), slice(rows - 1, rows)) if len(firsts) == 1 else (firsts, lasts)
+        self.k = k
         self.band = np.zeros((rows * k, 2 * k))
         # step t's −A_t[i, j] at band row K + j − i of column (t − 1) K + i: a (T − 1, K, K) view
         size = self.band.itemsize
@@ -74,8 +76,9 @@ def messages(local: np.ndarray, weights: np.ndarray, band: Band):
         estimate = np.where(estimate > 0, estimate, sums)
     for _ in range(2):
         forward, backward, totals = _solve(local, weights, estimate, band)
-        if not (np.isfinite(totals).all() and totals.min() >= LOW and totals.max() <= HIGH):
-            if not (np.isfinite(totals).all() and totals.min() >= np.exp(-FAR) and totals.max() <= np.exp(FAR)):
+        low, high = totals.min(), totals.max()  # NaN in either fails every test below
+        if not LOW <= low <= high <= HIGH:
+            if not np.exp(-FAR) <= low <= high <= np.exp(FAR):
                 return None
             estimate[1:] *= totals[1:] / totals[:-1]  # c_t = ĉ_t Σ x_t / Σ x_{t−1}; first rows: Σ x = 1
             estimate[band.firsts] = sums[band.firsts]
