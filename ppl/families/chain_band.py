@@ -19,9 +19,10 @@ The messages agree with the recursions' to about 1e-15 relative.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-from scipy.linalg.blas import dtbsv
 
 DRIFT = 64.0  # nats the messages may drift from the scaled recursions' and be used as they are
 FAR = 600.0  # nats of drift from which the first solve's normalisers are not trusted to redo it
@@ -104,8 +105,17 @@ def _solve(local, weights, estimate, band):
         band.steps[band.cut] = 0.0
     x = np.zeros_like(local)
     x[band.firsts] = scaled.T[band.firsts]
-    x = dtbsv(2 * k - 1, band.band.T, x.reshape(-1), lower=1, diag=1, overwrite_x=1).reshape(-1, k)
+    solve = _dtbsv()
+    x = solve(2 * k - 1, band.band.T, x.reshape(-1), lower=1, diag=1, overwrite_x=1).reshape(-1, k)
     y = np.zeros_like(local)
     y[band.lasts] = 1.0
-    y = dtbsv(2 * k - 1, band.band.T, y.reshape(-1), lower=1, trans=1, diag=1, overwrite_x=1).reshape(-1, k)
+    y = solve(2 * k - 1, band.band.T, y.reshape(-1), lower=1, trans=1, diag=1, overwrite_x=1).reshape(-1, k)
     return x, y, x @ band.ones
+
+
+@functools.cache
+def _dtbsv():
+    """BLAS's banded triangular solve, imported at the first chain solved: scipy.linalg costs start-up
+    that a run without a chain does not pay (tests/test_binding.py)."""
+    from scipy.linalg.blas import dtbsv
+    return dtbsv
