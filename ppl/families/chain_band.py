@@ -31,9 +31,9 @@ LOW, HIGH = np.exp(-DRIFT), np.exp(DRIFT)
 
 class Band:
     """The band of the forward system for chains in rows (`starts` (T,) the first rows, `firsts`
-    their indices) with K states, and the solves' right-hand sides. The band is held as the
-    transpose of a C-ordered (T K, 2K) array, the Fortran (2K, T K) layout BLAS reads with no
-    copy; its entries within a step (k' > k at the same t) are 0 and never written."""
+    their indices) with K states, and the views and buffers that write it. The band is held as
+    the transpose of a C-ordered (T K, 2K) array, the Fortran (2K, T K) layout BLAS reads with no
+    copy; its entries within a step (k' > k at the same t) are 0."""
 
     def __init__(self, starts: np.ndarray, firsts: np.ndarray, k: int):
         rows = len(starts)
