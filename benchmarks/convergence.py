@@ -167,10 +167,13 @@ deterministic rule (docs/rules/vmp.md#acceleration-squarem) except LDA's restart
 Where today's default costs more CPU than the old release, the causes, none a plain inefficiency
 found: (1) hmm and factorial_hmm are other approximations now: the old release had no discrete
 chain q, so q(z) was mean field over the z[t] (fixed points 0.27 nats (hmm) and 102 nats
-(factorial_hmm) below today's), and today's sweep runs forward-backward (for one chain by blocked
-prefix products, section "Hidden Markov model (VB-HMM)" above) where mean field took one vectorised
+(factorial_hmm) below today's), and today's sweep runs forward-backward (two banded triangular
+solves, section "Hidden Markov model (VB-HMM)" above) where mean field took one vectorised
 update, needs more sweeps (12 against 9, 30 against 19), and pays one more forward-backward for
-each SQUAREM step (15 on hmm's 12 sweeps); (2) gp_classification (6 sweeps against 4) pays for the
+each SQUAREM step (15 on hmm's 12 sweeps); mean field on today's engine (the chain q switched off)
+takes more: hmm 21 sweeps to its own fixed point, factorial_hmm all 500 without stopping (every z[t]
+of a chain updated at once, next to coupled neighbours, oscillates by 0.26 nats a sweep); (2)
+gp_classification (6 sweeps against 4) pays for the
 sweeps that reach and confirm the fixed point (the rate and mean tests; the old release stopped
 2e-8 nats short): its plain sweep costs less than the old release's (0.20 against 0.28 ms, set-up
 0.93 against 0.87 ms), not enough to pay for two more, and SQUAREM's one step (α = −0.99, next to

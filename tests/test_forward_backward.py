@@ -53,12 +53,15 @@ def each_sequence(family, nat):
         start += length
 
 
-# several chains and one, by blocked products (`chain_scan`) or step by step (`_many_chains`, its
-# views taken all at once or two steps at a time)
+# several chains and one, by banded solves (`chain_band`), or by the scaled recursions: blocked
+# products (`chain_scan`) or step by step (`_many_chains`, its views taken all at once or two
+# steps at a time)
 @pytest.mark.parametrize("lengths, chunk", [(LENGTHS, fb.CHUNK), ((6,), fb.CHUNK), ((6,), 2)])
 @pytest.mark.parametrize("shared", [False, True])
-def test_marginals_pairwise_and_log_z_equal_enumeration(shared, lengths, chunk, monkeypatch):
+@pytest.mark.parametrize("banded", [True, False])
+def test_marginals_pairwise_and_log_z_equal_enumeration(shared, lengths, chunk, banded, monkeypatch):
     monkeypatch.setattr(fb, "CHUNK", chunk)
+    monkeypatch.setattr(fb, "BANDED", banded)
     family, nat = random_natural(lengths, np.random.default_rng(0), shared=shared)
     assert fb._weights(family.params(nat)["pair"], family._chains)[0].ndim == (2 if shared else 3)
     mean = family.to_mean(nat)
@@ -166,13 +169,19 @@ def test_a_chain_is_solved_alike_alone_and_next_to_longer_ones():
 
 
 @pytest.fixture
-def short_chains_blocked(monkeypatch):
+def scaled_only(monkeypatch):
+    """The scaled recursions alone, without the banded solves tried first."""
+    monkeypatch.setattr(fb, "BANDED", False)
+
+
+@pytest.fixture
+def short_chains_blocked(monkeypatch, scaled_only):
     """The blocked pass on a chain of any length (by default it takes 32 steps or more: `pays`)."""
     monkeypatch.setattr(fb.chain_scan, "FEWEST_STEPS", 2)
 
 
 @pytest.mark.parametrize("steps, k, blocked", [(32, 3, True), (31, 3, False), (200, 12, True), (200, 13, False)])
-def test_one_chain_takes_the_blocked_pass_where_it_pays(steps, k, blocked, monkeypatch):
+def test_one_chain_takes_the_blocked_pass_where_it_pays(steps, k, blocked, monkeypatch, scaled_only):
     """A chain alone runs the blocked products from 32 steps and up to 12 states (their K³ a step
     outgrows the recursions' K² beyond), the step-by-step recursions otherwise."""
     calls = []
