@@ -138,7 +138,7 @@ class Kernel:
         n = len(x)
         self.b, self.sqrt_tau, self.chol = np.zeros(n), np.zeros(n), np.eye(n)
         self.trace, self.logdet, self.m, self.v = float(x.shape[1]), 0.0, np.zeros(n), np.diagonal(self.gram).copy()
-        self.squares = None  # X ∘ X, when the mean test first asks
+        self.squares = self.means = None  # X ∘ X and the last (b, μ), when the mean test asks
 
     def margins(self):
         return self.m, self.v
@@ -152,7 +152,7 @@ class Kernel:
         b = a - s * _cho_solve(chol, s * (g @ a))
         w = np.linalg.solve(chol, s[:, None] * g)  # L⁻¹ S G
         inverse = np.linalg.solve(chol, np.eye(n))
-        self.before, self.b, self.sqrt_tau, self.chol = self.b, b, s, chol
+        self.before, self.b, self.sqrt_tau, self.chol, self.inverse = self.b, b, s, chol, inverse
         self.m, self.v = g @ b, np.diagonal(g) - np.einsum("ij,ij->j", w, w)
         self.trace = self.x.shape[1] - (n - np.sum(inverse * inverse))  # D − tr(B⁻¹(B − I))
         self.logdet = -2.0 * np.sum(np.log(np.diagonal(chol)))
@@ -162,17 +162,19 @@ class Kernel:
 
     def largest_shift(self):
         """max_d |μ_d − μ'_d| / sd_d, μ' the mean before the last update (ppl's mean test, sd floored as
-        ppl floors it; μ = Xᵀb, two products with X) without every sd:
+        ppl floors it; μ = Xᵀb, μ' kept from the last call) without every sd:
         1/Λ_dd ≤ Var(w_d) ≤ 1 bound each ratio (Λ_dd = 1 + Σ_n τ_n X_nd², X ∘ X formed once), and only
         the elements whose upper bound reaches the largest lower bound take their exact variance
         1 − |U e_d|², U = L⁻¹ S X (as ppl's `KernelGaussian.largest_shift`)."""
         if self.squares is None:
             self.squares = self.x * self.x
         mean = self.x.T @ self.b
-        shift, floor_sd = np.abs(mean - self.x.T @ self.before), 1e-6 * (1.0 + np.abs(mean))
+        before = self.means[1] if self.means is not None and self.means[0] is self.before else self.x.T @ self.before
+        self.means = (self.b, mean)
+        shift, floor_sd = np.abs(mean - before), 1e-6 * (1.0 + np.abs(mean))
         high = shift / np.maximum(np.sqrt(1.0 / (1.0 + (self.sqrt_tau ** 2) @ self.squares)), floor_sd)
         columns = np.flatnonzero(high >= np.max(shift / np.maximum(1.0, floor_sd)))
-        u = np.linalg.solve(self.chol, self.sqrt_tau[:, None] * self.x[:, columns])
+        u = self.inverse @ (self.sqrt_tau[:, None] * self.x[:, columns])
         sd = np.sqrt(np.maximum(1.0 - np.einsum("ij,ij->j", u, u), 0.0))
         return float(np.max(shift[columns] / np.maximum(sd, floor_sd[columns])))
 
