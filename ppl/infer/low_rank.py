@@ -244,7 +244,11 @@ class KernelGaussian:
 
     def var_at(self, columns) -> np.ndarray:
         """Var(w_d) = 1/p_d − |U e_d|² for the elements `columns` only: O(N² k) for k of them, the
-        whole of U (O(N²D)) when all or many are asked for (and then kept for later products)."""
+        whole of U (O(N²D)) when all or many are asked for (and then kept for later products). With
+        no rows (q the prior) it is 1/p_d, the general path's numbers (1/p − 0) without its einsum
+        over no rows (17 us: the first ELBO of every data-space fit)."""
+        if not len(self.tau):
+            return 1.0 / self.p[columns]
         if self._u is not None or isinstance(columns, slice) or 4 * len(columns) > self.family.dim:
             u = self.u[:, columns]
         else:
