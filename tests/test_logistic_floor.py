@@ -2,11 +2,20 @@
 `ppl_stop`) is the same algorithm as ppl's plain run: it stops after the same sweep, at the same
 ELBO, having measured the same largest mean change."""
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import ppl
-from benchmarks import logistic_floor as floor
+
+# by path: `pytest` puts neither the repository nor benchmarks/ on sys.path (and benchmarks/lda.py
+# would pass for the `lda` package)
+_SPEC = importlib.util.spec_from_file_location(
+    "logistic_floor", Path(__file__).resolve().parents[1] / "benchmarks" / "logistic_floor.py")
+floor = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(floor)
 
 MODEL = """
 data X: real[N, D] from x1..xD
