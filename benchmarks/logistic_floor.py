@@ -111,6 +111,7 @@ class Dense:
             a = self.x[start:start + ROWS] * root[start:start + ROWS, None]
             precision += a.T @ a
         chol = np.linalg.cholesky(precision)
+        self.before = self.mean
         inverse = np.linalg.solve(chol, np.eye(len(chol)))  # L⁻¹ (triangular, small: D × D)
         self.cov = inverse.T @ inverse
         self.mean = self.cov @ (self.x.T @ (tau * m + pull))
@@ -118,6 +119,12 @@ class Dense:
 
     def kl(self):
         return 0.5 * (np.trace(self.cov) + self.mean @ self.mean - len(self.mean) - self.logdet)
+
+    def largest_shift(self):
+        """max_d |μ_d − μ'_d| / sd_d, μ' the mean before the last update (ppl's mean test; sd floored
+        as ppl floors it)."""
+        sd = np.sqrt(np.maximum(np.diagonal(self.cov), 0.0))
+        return float(np.max(np.abs(self.mean - self.before) / np.maximum(sd, 1e-6 * (1 + np.abs(self.mean)))))
 
     def posterior(self):
         return self.mean, self.cov
@@ -131,6 +138,7 @@ class Kernel:
         n = len(x)
         self.b, self.sqrt_tau, self.chol = np.zeros(n), np.zeros(n), np.eye(n)
         self.trace, self.logdet, self.m, self.v = float(x.shape[1]), 0.0, np.zeros(n), np.diagonal(self.gram).copy()
+        self.squares = self.means = None  # X ∘ X and the last (b, μ), when the mean test asks
 
     def margins(self):
         return self.m, self.v
@@ -144,13 +152,31 @@ class Kernel:
         b = a - s * _cho_solve(chol, s * (g @ a))
         w = np.linalg.solve(chol, s[:, None] * g)  # L⁻¹ S G
         inverse = np.linalg.solve(chol, np.eye(n))
-        self.b, self.sqrt_tau, self.chol = b, s, chol
+        self.before, self.b, self.sqrt_tau, self.chol, self.inverse = self.b, b, s, chol, inverse
         self.m, self.v = g @ b, np.diagonal(g) - np.einsum("ij,ij->j", w, w)
         self.trace = self.x.shape[1] - (n - np.sum(inverse * inverse))  # D − tr(B⁻¹(B − I))
         self.logdet = -2.0 * np.sum(np.log(np.diagonal(chol)))
 
     def kl(self):
         return 0.5 * (self.trace + self.b @ self.gram @ self.b - self.x.shape[1] - self.logdet)
+
+    def largest_shift(self):
+        """max_d |μ_d − μ'_d| / sd_d, μ' the mean before the last update (ppl's mean test, sd floored as
+        ppl floors it; μ = Xᵀb, μ' kept from the last call) without every sd:
+        1/Λ_dd ≤ Var(w_d) ≤ 1 bound each ratio (Λ_dd = 1 + Σ_n τ_n X_nd², X ∘ X formed once), and only
+        the elements whose upper bound reaches the largest lower bound take their exact variance
+        1 − |U e_d|², U = L⁻¹ S X (as ppl's `KernelGaussian.largest_shift`)."""
+        if self.squares is None:
+            self.squares = self.x * self.x
+        mean = self.x.T @ self.b
+        before = self.means[1] if self.means is not None and self.means[0] is self.before else self.x.T @ self.before
+        self.means = (self.b, mean)
+        shift, floor_sd = np.abs(mean - before), 1e-6 * (1.0 + np.abs(mean))
+        high = shift / np.maximum(np.sqrt(1.0 / (1.0 + (self.sqrt_tau ** 2) @ self.squares)), floor_sd)
+        columns = np.flatnonzero(high >= np.max(shift / np.maximum(1.0, floor_sd)))
+        u = self.inverse @ (self.sqrt_tau[:, None] * self.x[:, columns])
+        sd = np.sqrt(np.maximum(1.0 - np.einsum("ij,ij->j", u, u), 0.0))
+        return float(np.max(shift[columns] / np.maximum(sd, floor_sd[columns])))
 
     def posterior(self):
         """(μ, Σ), Σ formed here (D × D), outside the timed loop."""
@@ -177,9 +203,10 @@ def _cho_solve(chol, rhs):
     return np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
 
 
-def run(x, y, rule: str, tol: float, max_sweeps: int = 1000, form=None):
+def run(x, y, rule: str, tol: float, max_sweeps: int = 1000, form=None, mean_tol: float | None = None):
     """`rule` ("ncvmp" or "jaakkola") from q = prior until the ELBO changes by at most `tol` nats
-    in a sweep; (ELBO trace, q). `form`: the q class (default Kernel when D > N, else Dense)."""
+    in a sweep; (ELBO trace, q). `form`: the q class (default Kernel when D > N, else Dense).
+    `mean_tol`: stop by ppl's rule instead (`ppl_stop`)."""
     q = (form or (Kernel if x.shape[1] > x.shape[0] else Dense))(x)
     m, v = q.margins()
     trace = []
@@ -198,6 +225,24 @@ def run(x, y, rule: str, tol: float, max_sweeps: int = 1000, form=None):
             xi = np.sqrt(m * m + v)
             fit = float(np.sum((y - 0.5) * m + xi / 2 - np.logaddexp(0.0, xi)))
         trace.append(fit - q.kl())
-        if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol:
+        if mean_tol is not None:
+            if ppl_stop(trace, q, tol, mean_tol):
+                break
+        elif len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol:
             break
     return trace, q
+
+
+def ppl_stop(trace, q, tol: float, mean_tol: float) -> bool:
+    """ppl's stopping rule for deterministic rules (ppl.infer.convergence, without SQUAREM): the ELBO
+    within `tol` nats of its fixed point, |d|/(1 − ρ) ≤ tol with d the last increment and ρ the
+    largest of the last three ratios of positive increments (capped at 0.999; the cap
+    itself after the second sweep), and then no mean moved by more than `mean_tol` posterior sds
+    in the last sweep (measured only when the ELBO test passes, as ppl does)."""
+    if len(trace) < 2:
+        return False
+    tail = trace[-5:]
+    increments = [b - a for a, b in zip(tail[:-1], tail[1:])]
+    ratios = [b / a for a, b in zip(increments[:-1], increments[1:]) if a > 0 and b >= 0]
+    rho = min(max(ratios, default=0.0), 0.999) if len(increments) > 1 else 0.999
+    return abs(increments[-1]) / (1 - rho) <= tol and q.largest_shift() <= mean_tol

@@ -126,3 +126,26 @@ def test_a_terms_rows_are_one_view_of_its_coefficient_and_a_copy_is_not_kept():
     assert np.array_equal(term.rows, coef.reshape(4, 6) * 2.0)
     term.coef = np.arange(48.0).reshape(2, 4, 1, 6).transpose(1, 0, 2, 3)  # its two plate axes merge by a copy
     assert term.rows is not term.rows and np.array_equal(term.rows, term.coef.reshape(8, 6))
+
+
+def test_the_default_missing_tokens_are_worked_out_once_as_the_general_path_reads_them():
+    """pandas' default tokens read as no finite number: the kept answer is the general path's, and a
+    tuple of other tokens (or an equal copy of the defaults) still takes the general path."""
+    from ppl.data.columns import NA_TOKENS, _token_numbers, token_numbers
+    assert token_numbers(NA_TOKENS) == _token_numbers(NA_TOKENS) == []
+    assert token_numbers(tuple(list(NA_TOKENS))) == []
+    assert token_numbers(NA_TOKENS + ("-999", "1e3")) == [-999.0, 1000.0]
+
+
+def test_a_finite_real_array_binds_as_the_checked_path_binds_it():
+    """A real array with no NaN and no infinity binds in one pass, the same values and no mask; one
+    NaN still makes a missing cell (a mask), one infinity still E406."""
+    model = ppl.compile("data x: real[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\nfor n in 1..N {\n  y[n] ~ Normal(mu + x[n], 1)\n}\n")
+    x, y = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.5])
+    bound = model.bind({"x": x, "y": y})
+    assert np.array_equal(bound.arrays["y"], y) and not bound.masks
+    missing = model.bind({"x": x, "y": np.array([1.0, np.nan, 3.5])})
+    assert missing.masks["y"].tolist() == [True, False, True]
+    with pytest.raises(ppl.DataError) as error:
+        model.bind({"x": x, "y": np.array([1.0, np.inf, 3.5])})
+    assert error.value.code == "E406"

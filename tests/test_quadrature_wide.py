@@ -96,3 +96,29 @@ def test_cvi_on_the_separable_wide_data_no_longer_runs_away(separable):
     x, y, model = separable
     post = model.infer({"X": x[:30], "y": y[:30]}, seed=0, methods={"y": "cvi"})
     assert post.elbo > -100
+
+
+def test_split_legendre_in_one_array_is_each_piece_on_its_own_to_the_bit():
+    """`split_legendre` forms its four pieces as one (margins, 4, nodes) array: the nodes and
+    weights are those of the pieces formed one by one (the general path), bit for bit."""
+    from ppl.infer.margin_nodes import LEGENDRE_NODES, LEGENDRE_WEIGHTS, TURN, split_legendre
+
+    def by_piece(m, v):
+        sd = np.sqrt(v)
+        lo, hi = m - 12 * sd, m + 12 * sd
+        edges = [lo] + [np.clip(cut, lo, hi) for cut in (-TURN, 0.0, TURN)] + [hi]
+        pieces = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            half = ((b - a) / 2)[:, None]
+            eta = ((a + b) / 2)[:, None] + half * LEGENDRE_NODES
+            density = np.exp(-0.5 * ((eta - m[:, None]) / sd[:, None]) ** 2) / (sd[:, None] * np.sqrt(2 * np.pi))
+            pieces.append((eta, LEGENDRE_WEIGHTS * half * density))
+        return np.concatenate([p[0] for p in pieces], 1), np.concatenate([p[1] for p in pieces], 1)
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(1, 500))
+        m = rng.normal(size=n) * 10 ** rng.uniform(-2, 5)
+        v = 2 + 10 ** rng.uniform(-3, 9, size=n)
+        for new, old in zip(split_legendre(m, v), by_piece(m, v)):
+            assert new.shape == old.shape and np.array_equal(new.view(np.int64), old.view(np.int64))

@@ -65,6 +65,20 @@ def test_a_prior_with_no_rows_yet_is_held_in_data_space():
     np.testing.assert_allclose(q.var, np.diagonal(cov), rtol=1e-13)
 
 
+@pytest.mark.parametrize("scale", [1.0, 0.3])
+def test_the_variances_of_a_prior_with_no_rows_are_the_general_formulas_to_the_bit(scale):
+    """With no rows `var_at` returns 1/p without the einsum over no rows: the general path's
+    1/p − |U e_d|² (U of no rows) bit for bit, for every element and for a few."""
+    family, total = random_sum()
+    q = GaussianSum(total.dense_part, scale=scale).solve(family)
+    assert not len(q.tau)
+    u = ((q.inverse * q.root) @ q.rows) / q.p
+    general = 1.0 / q.p - np.einsum("nd,nd->d", u, u)
+    columns = np.array([0, 3])
+    for fast, slow in ((q.var_at(slice(None)), general), (q.var_at(columns), general[columns])):
+        assert np.array_equal(fast.view(np.int64), slow.view(np.int64))
+
+
 def test_a_dense_base_precision_or_too_many_rows_falls_back_to_the_dense_solve():
     family, total = random_sum()
     base = total.dense_part.copy()

@@ -312,6 +312,8 @@ def _number(text: str, words: dict) -> float:
 def _numeric_array(raw, decl, elem, columns, source):
     """A numeric array (dict input) needs no text parsing: NaN is missing, the rest is checked."""
     values = raw.astype(float, copy=False)
+    if elem == "real" and np.isfinite(values).all():  # the usual case: one pass says no NaN and no infinity
+        return values, None, None
     missing = np.isnan(values)
     if elem in ("int", "bool"):
         bad = (values != np.round(values)) & ~missing

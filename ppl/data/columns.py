@@ -28,7 +28,12 @@ def numeric_missing(values: np.ndarray, na: tuple) -> np.ndarray:
 
 
 def token_numbers(na: tuple) -> list:
-    """The finite numbers that missing-value tokens read as (`-999` for "-999")."""
+    """The finite numbers that missing-value tokens read as (`-999` for "-999"); pandas' defaults'
+    (none) worked out once, not a dozen caught exceptions for every column bound."""
+    return list(_DEFAULT_NUMBERS) if na is NA_TOKENS else _token_numbers(na)
+
+
+def _token_numbers(na: tuple) -> list:
     numbers = []
     for token in na:
         try:
@@ -36,6 +41,9 @@ def token_numbers(na: tuple) -> list:
         except ValueError:
             continue
     return [v for v in numbers if np.isfinite(v)]
+
+
+_DEFAULT_NUMBERS = tuple(_token_numbers(NA_TOKENS))
 
 
 @dataclass(frozen=True)

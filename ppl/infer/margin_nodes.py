@@ -30,17 +30,20 @@ def split_legendre(m, v):
     on each piece. The link turns within |η| ≲ 40 (σ(η)σ(−η) < 5e-18 beyond), and the pieces
     there have their own nodes however wide the margin: at sd 1e4 a rule over the whole range
     spaced its nodes ~2,500 apart, missed the spike of f'' = −σ(η)σ(−η) (E[f''] came out −3e-11
-    against −4e-5: NC-VMP's site precision) and put f' = y − σ(η) off by 1e-6."""
+    against −4e-5: NC-VMP's site precision) and put f' = y − σ(η) off by 1e-6.
+    The four pieces are one (margins, 4, nodes) array, each entry the same arithmetic as a piece on
+    its own (a call per piece cost 60 us on 12 margins, where the link itself costs 15)."""
     sd = np.sqrt(v)
     lo, hi = m - 12 * sd, m + 12 * sd
-    edges = [lo] + [np.clip(cut, lo, hi) for cut in (-TURN, 0.0, TURN)] + [hi]
-    pieces = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        half = ((b - a) / 2)[:, None]
-        eta = ((a + b) / 2)[:, None] + half * LEGENDRE_NODES
-        density = np.exp(-0.5 * ((eta - m[:, None]) / sd[:, None]) ** 2) / (sd[:, None] * np.sqrt(2 * np.pi))
-        pieces.append((eta, LEGENDRE_WEIGHTS * half * density))
-    return np.concatenate([p[0] for p in pieces], 1), np.concatenate([p[1] for p in pieces], 1)
+    edges = np.stack([lo, np.minimum(np.maximum(-TURN, lo), hi), np.minimum(np.maximum(0.0, lo), hi),
+                      np.minimum(np.maximum(TURN, lo), hi), hi], axis=-1)  # np.clip's values, without its wrapper
+    a, b = edges[:, :-1], edges[:, 1:]
+    half = ((b - a) / 2)[..., None]
+    eta = ((a + b) / 2)[..., None] + half * LEGENDRE_NODES
+    scale = sd[:, None, None]
+    density = np.exp(-0.5 * ((eta - m[:, None, None]) / scale) ** 2) / (scale * np.sqrt(2 * np.pi))
+    shape = (len(m), 4 * len(LEGENDRE_NODES))
+    return eta.reshape(shape), (LEGENDRE_WEIGHTS * half * density).reshape(shape)
 
 
 def margin_nodes(m, v, nodes: int = 96):
