@@ -1,6 +1,7 @@
-"""A softmax's class weights in one Gaussian block under Böhning's bound (ppl.infer.factors.
-block_softmax): its fixed point against an independent numpy iteration of the same bound, ELBO
-ascent, the correlated-margin averages it predicts with, and E381 for what it does not run."""
+"""A softmax's class weights in one Gaussian block (ppl.infer.factors.block_softmax): under
+Böhning's bound its fixed point against an independent numpy iteration of the same bound and ELBO
+ascent; under NC-VMP a stationary point of the exact ELBO, computed apart by a product
+Gauss–Hermite rule; the correlated-margin averages it predicts with; E381 for what it does not run."""
 
 from __future__ import annotations
 
@@ -103,6 +104,60 @@ def test_prediction_averages_the_softmax_over_the_joint_margin(fitted):
     assert np.max(np.abs(independent - probs)) > 0.05
 
 
+def _exact_elbo(mean, cov, x, y, k):
+    """The ELBO of q(vec W) = N(mean, cov) (class-major) under w[k] ~ N(0, I): Σ_n (m_ny −
+    E[lse(η_n)]) by a 60 × 60 Gauss–Hermite rule over the differences η_j − η_0, plus the prior's
+    expectation and the entropy."""
+    n, d = x.shape
+    c = np.einsum("nd,kdje,ne->nkj", x, cov.reshape(k, d, k, d), x)
+    m = x @ mean.reshape(k, d).T
+    diff = np.eye(k)[1:] - np.eye(k)[0]
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)
+    grid = np.stack(np.meshgrid(nodes, nodes, indexing="ij"), -1).reshape(-1, 2)
+    w = np.outer(weights, weights).ravel() / (2 * np.pi)
+    lse = np.empty(n)
+    for i in range(n):
+        root = np.linalg.cholesky(diff @ c[i] @ diff.T)
+        d_ = diff @ m[i] + grid @ root.T
+        lse[i] = m[i, 0] + np.log1p(np.exp(d_).sum(1)) @ w
+    size = k * d
+    prior = -0.5 * (mean @ mean + np.trace(cov)) - 0.5 * size * np.log(2 * np.pi)
+    entropy = 0.5 * (size * (1 + np.log(2 * np.pi)) + np.linalg.slogdet(cov)[1])
+    return np.sum(m[np.arange(n), y] - lse) + prior + entropy
+
+
+def test_ncvmps_block_ends_at_a_stationary_point_of_the_exact_elbo():
+    """NC-VMP's fixed points are the ELBO's stationary points: at the block's q, the exact ELBO
+    (computed apart) equals the run's, and moving the mean or scaling the covariance along any
+    direction changes it only to second order."""
+    frame = _data()
+    post = ppl.compile(SOFTMAX).infer(frame, seed=0, gaussian_block="all", tol=1e-13, mean_tol=1e-10,
+                                      max_iter=5000)
+    meanfield = ppl.compile(SOFTMAX).infer(frame, seed=0)
+    assert post.converged and post.elbo > meanfield.elbo + 1.0
+    block, = post.blocks
+    h, j = block.layout.dense(block.natural)
+    cov = np.linalg.inv(j)
+    mean = cov @ h
+    x, y = frame[["intercept", "u", "v"]].to_numpy(), pd.Categorical(frame["c"]).codes
+    at = _exact_elbo(mean, cov, x, y, 3)
+    assert abs(at - post.elbo) < 1e-7
+    rng = np.random.default_rng(0)
+    step, sd = 1e-4, np.sqrt(np.diag(cov))
+
+    def slope(f, at):
+        return (f(at + step) - f(at - step)) / (2 * step)
+
+    for _ in range(3):  # the mean along a direction in sd units: flat at 0, not 0.1 sd away
+        direction = rng.standard_normal(len(mean)) * sd
+        along = lambda t: _exact_elbo(mean + t * direction, cov, x, y, 3)  # noqa: E731
+        assert abs(slope(along, 0.0)) < 1e-4 * abs(slope(along, 0.1))
+        root = rng.standard_normal((len(mean), len(mean)))  # the covariance tilted: Σ → T Σ Tᵀ
+        tilted = lambda t: _exact_elbo(mean, (np.eye(len(mean)) + t * (root + root.T) / 20) @ cov  # noqa: E731
+                                       @ (np.eye(len(mean)) + t * (root + root.T) / 20).T, x, y, 3)
+        assert abs(slope(tilted, 0.0)) < 1e-4 * abs(slope(tilted, 0.1))
+
+
 @pytest.mark.parametrize("k", [2, 3])
 def test_averages_over_correlated_margins_are_quadratures_over_the_differences(k):
     """E[softmax(η)] depends on the K − 1 differences η_j − η_r alone: against adaptive
@@ -122,12 +177,37 @@ def test_averages_over_correlated_margins_are_quadratures_over_the_differences(k
     assert abs(got[0] - value) < (1e-9 if k == 2 else 1e-6)
 
 
-def test_a_block_runs_a_softmax_under_bohning_only():
+def test_a_block_runs_a_softmax_under_ncvmp_or_bohning_only():
     with pytest.raises(ppl.ModelError) as info:
-        ppl.compile(SOFTMAX).infer(_data(), seed=0, methods={"y": "ncvmp"}, gaussian_block="all", max_iter=2)
-    assert info.value.code == "E381" and "bound:bohning" in info.value.message
+        ppl.compile(SOFTMAX).infer(_data(), seed=0, methods={"y": "cvi"}, gaussian_block="all", max_iter=2)
+    assert info.value.code == "E381" and "`ncvmp` or `bound:bohning`" in info.value.message
     empty = _data()
     empty.loc[3, "c"] = np.nan
     with pytest.raises(ppl.ModelError) as info:
         ppl.compile(SOFTMAX).infer(empty, seed=0, methods={"y": "bound:bohning"}, gaussian_block="all", max_iter=2)
     assert info.value.code == "E381" and "empty cells" in info.value.message
+
+
+def test_four_classes_average_over_the_fixed_points():
+    """K ≥ 4: E[lse], E[p] and the curvature E[diag p − ppᵀ] from the fixed quasi-random points,
+    against a 24³-node Gauss–Hermite rule over the differences (an independent path); each row of
+    the curvature sums to 0."""
+    from ppl.infer.softmax_joint import joint_averages
+    rng = np.random.default_rng(4)
+    m = rng.normal(0, 1, (3, 4))
+    root = rng.normal(0, 0.5, (3, 4, 4))
+    cov = root @ np.swapaxes(root, 1, 2) + 0.1 * np.eye(4)
+    lse, p, curvature = joint_averages(m, cov)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(24)
+    grid = np.stack(np.meshgrid(nodes, nodes, nodes, indexing="ij"), -1).reshape(-1, 3)
+    w = np.einsum("i,j,k->ijk", weights, weights, weights).ravel() / (2 * np.pi) ** 1.5
+    diff = np.eye(4)[1:] - np.eye(4)[0]
+    for i in range(3):
+        d = diff @ m[i] + grid @ np.linalg.cholesky(diff @ cov[i] @ diff.T).T
+        eta = np.column_stack([np.zeros(len(d)), d])
+        probs = special.softmax(eta, axis=1)
+        assert abs(lse[i] - (m[i, 0] + special.logsumexp(eta, axis=1) @ w)) < 2e-3
+        np.testing.assert_allclose(p[i], w @ probs, atol=2e-3)
+        np.testing.assert_allclose(curvature[i], np.diag(w @ probs) - np.einsum("s,sk,sl->kl", w, probs, probs),
+                                   atol=2e-3)
+    np.testing.assert_allclose(curvature.sum(-1), 0.0, atol=1e-14)

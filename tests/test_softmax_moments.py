@@ -108,7 +108,7 @@ def test_wide_margins_go_to_the_fixed_points_and_stay_finite():
     assert np.isfinite(lse).all() and np.isfinite(p).all() and np.isfinite(q).all()
     keep = np.arange(6) != 2
     np.testing.assert_allclose(lse[keep], narrow[0][keep], rtol=1e-14)
-    draws, weights = softmax_moments._draws(3)
+    draws, weights = softmax_moments.fixed_points(3)
     eta = m[2, :, None] + np.sqrt(v[2])[:, None] * draws
     np.testing.assert_allclose(lse[2], logsumexp(eta, 0) @ weights, rtol=1e-12)
 
@@ -139,7 +139,7 @@ def test_the_factor_of_the_differences_is_lapacks_where_lapack_can_factor():
     rng = np.random.default_rng(2)
     a = rng.normal(size=(30, 3, 3))
     cov = a @ a.transpose(0, 2, 1)
-    np.testing.assert_allclose(softmax_moments._cholesky(cov), np.linalg.cholesky(cov), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(softmax_moments.semidefinite_cholesky(cov), np.linalg.cholesky(cov), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])

@@ -65,7 +65,20 @@ def test_a_run_that_stops_short_with_gaussians_read_together_names_the_block():
     assert not post.converged
     assert ("`b0`, `w` are Gaussians that `y` reads together, fitted apart under mean field, which crawls when "
             "they are correlated (an intercept beside covariates far from 0, group effects beside their mean); "
-            "--gaussian-block all fits them as one joint Gaussian") in post.notes
+            "--gaussian-block b0,w fits them as one joint Gaussian") in post.notes
     block = model.infer(table, gaussian_block="all")
     assert block.converged and block.iterations < 100 and block.elbo > post.elbo
-    assert not any("--gaussian-block all fits" in n for n in block.notes)
+    assert not any("--gaussian-block b0,w fits" in n for n in block.notes)
+
+
+def test_the_block_hint_leaves_an_imputed_response_out():
+    """With an empty cell of `y` (a Normal response, imputed), the hint named `y` among the
+    Gaussians to put in the block; a block takes latents only."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(50, 2, 40)
+    y = 3 + 0.5 * x + rng.normal(0, 1, 40)
+    y[0] = np.nan
+    text = "data x: real[N]\ndata y: real[N]\nb0 ~ Normal(0, 1)\nb ~ Normal(0, 1)\ny ~ Normal(b0 + b * x, 1.0)\n"
+    post = ppl.compile(text).infer({"x": x, "y": y}, max_iter=3)
+    hint, = [n for n in post.notes if "read together" in n or "reads together" in n]
+    assert hint.startswith("`b0`, `b` are Gaussians that `y` reads together") and "--gaussian-block b0,b fits" in hint

@@ -54,7 +54,7 @@ def block_read_by(factor, blocks: dict, model):
 
 def block_runtime(factor, model, env, dataset, families, block, rule):
     """The runtime of a factor that reads `block`: a Normal statement (conjugate), a scalar GLM
-    likelihood under `rule` = (name, options), or a softmax under Böhning's bound; E381 for
+    likelihood under `rule` = (name, options), or a softmax under NC-VMP or Böhning's bound; E381 for
     anything else."""
     from ppl.infer.build import GLM_DISTRIBUTIONS
     from ppl.infer.factors.block import BlockGaussian, BlockGLM, refuse
@@ -70,11 +70,11 @@ def block_runtime(factor, model, env, dataset, families, block, rule):
         return BlockGLM(factor, model, env, dataset, families, rule[0], rule[1], block)
     from ppl.infer.factors.softmax import is_softmax
     if rule is not None and is_softmax(factor):
-        from ppl.infer.factors.block_softmax import RULE, BlockSoftmax
-        if rule[0] != RULE:
-            raise refuse(factor, f"through a softmax under `{rule[0]}`: a block runs a softmax under Böhning's "
-                         f"bound (`{RULE}`), whose curvature is known across the classes")
-        return BlockSoftmax(factor, model, env, dataset, families, rule[1], block)
+        from ppl.infer.factors.block_softmax import RULES, BlockSoftmax
+        if rule[0] not in RULES:
+            raise refuse(factor, f"through a softmax under `{rule[0]}`: a block runs a softmax under "
+                         f"{' or '.join(f'`{r}`' for r in RULES)}, whose sites carry the curvature across the classes")
+        return BlockSoftmax(factor, model, env, dataset, families, rule[0], rule[1], block)
     if rule is None and factor.dist.name in ("Normal", "MvNormal"):
         return BlockGaussian(factor, model, env, dataset, families, block)
     raise refuse(factor, f"through {factor.dist.name}: a block runs Normal and MvNormal statements and scalar GLM likelihoods")

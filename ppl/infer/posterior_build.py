@@ -60,22 +60,20 @@ def _blocks(problem, state) -> list:
 
 
 def _block_hint(problem, run) -> list[str]:
-    """A run that stopped short while Gaussians that one likelihood reads together were fitted apart
+    """A run that stopped short while Gaussians that likelihoods read together were fitted apart
     (mean field crawls along their correlation: an intercept beside covariates far from 0): a note
-    that names them and the Gaussian block, which moves them together. Only where a block runs every
-    factor that reads them (Normal and MvNormal statements, scalar GLMs; not a softmax: E381)."""
+    that names them and the Gaussian block of them, which moves them together. Only sets a block
+    can hold (`coverage.candidate_sets`: latents, not an imputed response's cells)."""
     if run.converged or problem.stochastic:
         return []
-    gaussian = {n for n in problem.latent if isinstance(problem.families.get(n), (fam.Normal, fam.MvNormal))}
-    runs = [f for f in problem.factors if isinstance(f, GLMFactor) or f.factor.dist.name in ("Normal", "MvNormal")]
-    other = {n for f in problem.factors if f not in runs for n in f.reads}
-    for f in runs:
-        together = [n for n in f.reads if n in gaussian]
-        if len(together) > 1 and not other & set(together):
-            return [f"{', '.join(f'`{n}`' for n in together)} are Gaussians that `{f.factor.name}` reads together, "
-                    "fitted apart under mean field, which crawls when they are correlated (an intercept beside "
-                    "covariates far from 0, group effects beside their mean); --gaussian-block all fits them as "
-                    "one joint Gaussian"]
+    from ppl.infer.coverage import candidate_sets
+    for members, factors in candidate_sets(problem):
+        factors = [f for f in factors if len(set(f.reads) & set(members)) > 1]  # the likelihoods, not priors
+        verb = "reads" if len(factors) == 1 else "read"
+        return [f"{', '.join(f'`{n}`' for n in members)} are Gaussians that "
+                f"{', '.join(f'`{f.factor.name}`' for f in factors)} {verb} together, fitted apart under mean field, "
+                "which crawls when they are correlated (an intercept beside covariates far from 0, group effects "
+                f"beside their mean); --gaussian-block {','.join(members)} fits them as one joint Gaussian"]
     return []
 
 

@@ -65,7 +65,8 @@ def averages(m, v, derivatives: bool = True, cov=None):
             _product(*(part[narrow] for part in parts), x, w, narrow, lse, p1, p2)
         if wide.any():
             at = np.flatnonzero(wide)
-            _sampled(flat_m[at], np.sqrt(flat_v[at]) if flat_c is None else _cholesky(flat_c[at]), at, lse, p1, p2)
+            scale = np.sqrt(flat_v[at]) if flat_c is None else semidefinite_cholesky(flat_c[at])
+            _sampled(flat_m[at], scale, at, lse, p1, p2)
     if not derivatives:
         return lse.reshape(lead), None, None
     return lse.reshape(lead), p1.reshape(m.shape), p2.reshape(m.shape)
@@ -101,10 +102,10 @@ def _differences(m, v, c=None):
         to_ref = c[r, o, ref[:, None]]  # C_jr
         cov = c[r[:, :, None], o[:, :, None], o[:, None, :]] - to_ref[:, :, None] - to_ref[:, None, :] \
             + c[rows, ref, ref][:, None, None]
-    return ref, others, _cholesky(cov), mu, m_ref
+    return ref, others, semidefinite_cholesky(cov), mu, m_ref
 
 
-def _cholesky(cov):
+def semidefinite_cholesky(cov):
     """Lower factors of a stack of small positive semi-definite matrices: a zero pivot (every
     margin of a row exact, v = 0, as on a row whose covariates are all zero) gives a zero column,
     where LAPACK's factorisation would refuse the matrix."""
@@ -203,7 +204,7 @@ def _sum_into(out, start: float, terms):
         out += term
 
 
-def _draws(k: int):
+def fixed_points(k: int):
     """The fixed standard-normal points (K, S) and their weights 1/S: a scrambled Sobol sequence
     through the normal quantile function."""
     cache = _DRAWS.get(k)
@@ -222,7 +223,7 @@ def _sampled(m, scale, at, lse, p1, p2):
     """Fill rows `at` by the log-domain average over the fixed points η = m + √v ε (`scale` √v,
     rows × K) or η = m + Lε (`scale` a factor L of the margins' covariance, rows × K × K), a
     block of rows at a time in buffers made once per call."""
-    along, weights = _draws(m.shape[-1])
+    along, weights = fixed_points(m.shape[-1])
     rows = max(1, BLOCK // along.size)
     eta, scratch = np.empty((2, min(rows, len(m))) + along.shape)
     top, total = np.empty((2, min(rows, len(m)), along.shape[1]))
