@@ -211,3 +211,18 @@ def test_four_classes_average_over_the_fixed_points():
         np.testing.assert_allclose(curvature[i], np.diag(w @ probs) - np.einsum("s,sk,sl->kl", w, probs, probs),
                                    atol=2e-3)
     np.testing.assert_allclose(curvature.sum(-1), 0.0, atol=1e-14)
+
+
+def test_mean_field_says_when_the_classes_sds_are_too_narrow():
+    """Covariates far from 0: NC-VMP's mean field over the classes gives the covariates' weights a
+    quarter of the joint q's sds, and the run says so (ppl.infer.coverage); the block it names
+    runs, with the sds the note implies, and no note."""
+    frame = _data()
+    meanfield = ppl.compile(SOFTMAX).infer(frame, seed=0)
+    note, = [n for n in meanfield.notes if "joint Gaussian q over `w`" in n]
+    assert "through `y[n]`" in note and "--gaussian-block w fits them jointly" in note
+    ratio = float(note.split(" is ")[1].split(" of ")[0])
+    block = ppl.compile(SOFTMAX).infer(frame, seed=0, gaussian_block="w")
+    worst = np.min(meanfield["w"].sd / block["w"].sd)
+    assert ratio < 0.5 and abs(worst - ratio) < 0.05 * ratio
+    assert not any("joint Gaussian q over" in n for n in block.notes)

@@ -90,6 +90,11 @@ def describe_blocks(model, dataset, analysis) -> list[tuple]:
     return [(b, describe(b, layout_for(b, model, env, analysis.scopes), b.logs(model))) for b in blocks]
 
 
+def solution_sd(sol) -> np.ndarray:
+    """The sd of every coordinate of a solved block, corner then groups."""
+    return np.sqrt(np.concatenate([np.diagonal(sol.cov_cc), np.diagonal(sol.cov_ll, axis1=1, axis2=2).ravel()]))
+
+
 class BlockFamily:
     """q(z) = N(J⁻¹h, J⁻¹) with an arrow-shaped J: the family of a block's one natural parameter."""
 
@@ -125,8 +130,7 @@ class BlockFamily:
         return np.concatenate([sol.mean_c, sol.mean_l.ravel()])
 
     def sd(self, natural) -> np.ndarray:
-        sol = solve(self.layout, natural)
-        return np.sqrt(np.concatenate([np.diagonal(sol.cov_cc), np.diagonal(sol.cov_ll, axis1=1, axis2=2).ravel()]))
+        return solution_sd(solve(self.layout, natural))
 
     def distribute(self, state) -> None:
         """Set every member's q to its marginal under the block (mean and covariance per element)."""
@@ -187,7 +191,9 @@ class BlockRows:
             else:
                 np.add.at(self.cg, (rows[:, None], at), coef)
         self.group = np.where(group >= 0, group, layout.groups)  # G: a row with no group effect
-        self.by_group = sparse.csr_matrix((np.ones(elements), (self.group, rows)),
+        # one 1 per element, in its group's row: built as CSR directly (half the time of COO's)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(self.group, minlength=layout.groups + 1))])
+        self.by_group = sparse.csr_matrix((np.ones(elements), np.argsort(self.group, kind="stable"), indptr),
                                           shape=(layout.groups + 1, elements))
 
     def mean(self, sol) -> np.ndarray:

@@ -24,8 +24,9 @@ import numpy as np
 from ppl import families as fam
 from ppl.diagnostics import PplError
 from ppl.graph.gaussian_block import GaussianBlock
-from ppl.infer.block import BlockFamily, layout_for
+from ppl.infer.block import BlockFamily, layout_for, solution_sd
 from ppl.infer.factors.glm import GLMFactor
+from ppl.infer.factors.softmax import SoftmaxFactor
 from ppl.infer.state import NumericalBreakdown
 
 THRESHOLD = 0.5
@@ -49,12 +50,13 @@ def coverage_notes(problem, run) -> list[str]:
 
 def candidate_sets(problem) -> list[tuple[tuple, list]]:
     """(members, the factors that read them) of every set of Normal and MvNormal latents that
-    Normal statements and scalar GLMs read together (joined by a factor reading two of them), none
+    Normal statements, scalar GLMs and softmax likelihoods read together (joined by a factor reading two of them), none
     read by any other factor: the sets a Gaussian block could hold."""
     model = problem.model
     gaussian = [n for n in problem.latent if model.variables.get(n) is not None and model.variables[n].kind ==
                 "latent" and isinstance(problem.families.get(n), (fam.Normal, fam.MvNormal))]
-    runs = [f for f in problem.factors if isinstance(f, GLMFactor) or f.factor.dist.name in ("Normal", "MvNormal")]
+    runs = [f for f in problem.factors if isinstance(f, (GLMFactor, SoftmaxFactor))
+            or f.factor.dist.name in ("Normal", "MvNormal")]
     other = {n for f in problem.factors if f not in runs for n in f.reads}
     owner = {n: n for n in gaussian if n not in other}
     def root(n):
@@ -68,7 +70,9 @@ def candidate_sets(problem) -> list[tuple[tuple, list]]:
     sets = {}
     for n in owner:
         sets.setdefault(root(n), []).append(n)
-    return [(tuple(m), [f for f in runs if set(f.reads) & set(m)]) for m in sets.values() if len(m) > 1]
+    def apart(m):  # fitted apart: several variables, or a softmax's class weights (one per class)
+        return len(m) > 1 or any(isinstance(f, SoftmaxFactor) and m[0] in f.class_axes for f in runs)
+    return [(tuple(m), [f for f in runs if set(f.reads) & set(m)]) for m in sets.values() if apart(m)]
 
 
 class Ratios:
@@ -130,12 +134,14 @@ def ratios(problem, state, members: tuple, factors: list) -> Ratios | None:
                 for m, p in placements.items())
     try:
         joint.set(block.key, apart)
-        sd_apart, sd_joint = family.sd(apart), family.sd(sum(f.message(joint, block.key) for f in runtimes))
+        sd_apart = solution_sd(joint.moments(block.key))  # solved by `set`, not solved again
+        sd_joint = family.sd(sum(f.message(joint, block.key) for f in runtimes))
     except (np.linalg.LinAlgError, NumericalBreakdown):  # a precision no Cholesky factor survives (1e300)
         return None
     if not np.all(np.isfinite(sd_apart / sd_joint)):
         return None
-    through = [f.factor.name for f in factors if len(set(f.reads) & set(members)) > 1]
+    through = [f.factor.name for f in factors  # what couples them: a factor of two, a softmax's classes
+               if len(set(f.reads) & set(members)) > 1 or isinstance(f, SoftmaxFactor)]
     return Ratios(members, sd_apart, sd_joint, through, lambda at: _label(problem, placements, layout, at))
 
 
