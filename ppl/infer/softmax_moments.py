@@ -152,8 +152,12 @@ def _block(ref, others, chol, mu, m_ref, x, w, weight, at, lse, p1, p2, buffers)
             term = np.multiply(term, factor, out=full[0]) if j == axis == dims - 1 else term * factor
         terms.append(term)
     rest, total, scratch = full[1], full[2], full[3]
-    _sum_into(rest, 0.0, terms)  # Σ_j e^{d_j}: the total less 1
-    np.add(rest, 1.0, out=total)
+    if dims == 2:  # the total in two passes (K = 3 needs no `rest`): t + u s + 1, the same sums
+        np.add(terms[1], terms[0], out=total)
+        total += 1.0
+    else:
+        _sum_into(rest, 0.0, terms)  # Σ_j e^{d_j}: the total less 1
+        np.add(rest, 1.0, out=total)
     lse[at] = m_ref + np.log(total, out=scratch).reshape(r, -1) @ weight
     if p1 is None:
         return
