@@ -35,6 +35,21 @@ def test_a_scatter_of_few_rows_adds_as_bincount_does(rows, columns):
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
 
 
+def _kept_and_afresh(model, data, monkeypatch):
+    """(the run that keeps its priors' mean and precision between sweeps, the run that factors
+    them each time, the variables whose priors were asked for)."""
+    kept = model.infer(data, seed=0)
+    made, calls = Problem.prior_gaussian, []
+
+    def afresh(problem, state, name):
+        calls.append(name)
+        problem.prior_params.clear()
+        return made(problem, state, name)
+
+    monkeypatch.setattr(Problem, "prior_gaussian", afresh)
+    return kept, model.infer(data, seed=0), calls
+
+
 SHIFTED = {
     "constant prior": "",  # the prior's message is one array all run: factored once
     "latent prior mean": "mu ~ MvNormal(zeros(D), eye(D))\n",  # a new message every sweep
@@ -59,16 +74,7 @@ for n in 1..N {{
 """
     data = pd.read_csv(MODELS / "multinomial_logistic.csv")
     model = ppl.compile(text)
-    kept = model.infer(data, seed=0)
-    made, calls = Problem.prior_gaussian, []
-
-    def afresh(problem, state, name):
-        calls.append(name)
-        problem.prior_params.clear()
-        return made(problem, state, name)
-
-    monkeypatch.setattr(Problem, "prior_gaussian", afresh)
-    fresh = model.infer(data, seed=0)
+    kept, fresh, calls = _kept_and_afresh(model, data, monkeypatch)
     assert calls and kept.trace == fresh.trace
     assert np.array_equal(kept["w"].mean, fresh["w"].mean) and np.array_equal(kept["w"].sd, fresh["w"].sd)
 
@@ -81,16 +87,7 @@ def test_the_intercept_shifts_kept_priors_are_the_ones_made_afresh(monkeypatch):
     rng = np.random.default_rng(2)
     data = {"g": rng.integers(1, 6, 60), "y": rng.normal(3, 1, 60)}
     model = ppl.compile(text)
-    kept = model.infer(data, seed=0)
-    made, calls = Problem.prior_gaussian, []
-
-    def afresh(problem, state, name):
-        calls.append(name)
-        problem.prior_params.clear()
-        return made(problem, state, name)
-
-    monkeypatch.setattr(Problem, "prior_gaussian", afresh)
-    fresh = model.infer(data, seed=0)
+    kept, fresh, calls = _kept_and_afresh(model, data, monkeypatch)
     assert {"mu", "a"} <= set(calls) and kept.trace == fresh.trace
     assert np.array_equal(kept["a"].mean, fresh["a"].mean) and np.array_equal(kept["mu"].sd, fresh["mu"].sd)
 
