@@ -177,14 +177,33 @@ def test_averages_over_correlated_margins_are_quadratures_over_the_differences(k
     assert abs(got[0] - value) < (1e-9 if k == 2 else 1e-6)
 
 
+def test_all_leaves_a_softmax_it_cannot_run_in_mean_field():
+    """`--gaussian-block all` takes what a block runs: a softmax's class weights under `cvi`, or with
+    an empty outcome, stay in mean field (the other Gaussians in the block, as `ppl check` says);
+    named in a block, they are E381 (below)."""
+    frame = _data().assign(z=np.random.default_rng(0).normal(size=90))
+    text = SOFTMAX.replace("data y: cat(K)[N] from c", "data y: cat(K)[N] from c\ndata z: real[N]") + \
+        "b0 ~ Normal(0, 1)\nb ~ Normal(0, 1)\nfor n in 1..N {\n  z[n] ~ Normal(b0 + b * x[n, 2], 4.0)\n}\n"
+    model = ppl.compile(text)
+    empty = frame.copy()
+    empty.loc[3, "c"] = np.nan
+    for data, rule in ((frame, "cvi"), (empty, "ncvmp")):
+        post = model.infer(data, seed=0, methods={"y": rule}, gaussian_block="all", max_iter=50)
+        assert [b.members for b in post.blocks] == [("b0", "b")]
+        assert model.check_report(data, methods={"y": rule}, gaussian_block="all")["gaussian_blocks"][0][
+            "variables"] == ["b0", "b"]
+    post = model.infer(frame, seed=0, gaussian_block="all", max_iter=50)
+    assert [b.members for b in post.blocks] == [("w", "b0", "b")]
+
+
 def test_a_block_runs_a_softmax_under_ncvmp_or_bohning_only():
     with pytest.raises(ppl.ModelError) as info:
-        ppl.compile(SOFTMAX).infer(_data(), seed=0, methods={"y": "cvi"}, gaussian_block="all", max_iter=2)
+        ppl.compile(SOFTMAX).infer(_data(), seed=0, methods={"y": "cvi"}, gaussian_block="w", max_iter=2)
     assert info.value.code == "E381" and "`ncvmp` or `bound:bohning`" in info.value.message
     empty = _data()
     empty.loc[3, "c"] = np.nan
     with pytest.raises(ppl.ModelError) as info:
-        ppl.compile(SOFTMAX).infer(empty, seed=0, methods={"y": "bound:bohning"}, gaussian_block="all", max_iter=2)
+        ppl.compile(SOFTMAX).infer(empty, seed=0, methods={"y": "bound:bohning"}, gaussian_block="w", max_iter=2)
     assert info.value.code == "E381" and "empty cells" in info.value.message
 
 

@@ -83,11 +83,12 @@ def describe(block, layout_and_more, logs=()) -> str:
 
 def describe_blocks(model, dataset, analysis) -> list[tuple]:
     """(block, `describe` of it) for every block of `analysis` on `dataset`, as the run takes it."""
-    from ppl.infer.block_build import without_imputed_precisions
+    from ppl.infer.block_build import runnable_members
     from ppl.infer.plates import Environment
     env = Environment(model, dataset)
-    blocks = [without_imputed_precisions(b, model, dataset.masks) for b in analysis.gaussian]
-    return [(b, describe(b, layout_for(b, model, env, analysis.scopes), b.logs(model))) for b in blocks]
+    blocks = [runnable_members(b, model, analysis, dataset.masks) for b in analysis.gaussian]
+    return [(b, describe(b, layout_for(b, model, env, analysis.scopes), b.logs(model)) if b.members else
+             f"{b.reason}: no member the block can run here: mean field") for b in blocks]
 
 
 def solution_sd(sol) -> np.ndarray:

@@ -13,11 +13,13 @@ from ppl.infer.block import BlockFamily, describe, layout_for
 def gaussian_families(model, env, analysis, families: dict, shapes: dict, imputed=()):
     """({key: GaussianBlock} of the blocks that run, notes); adds each block's family. A
     `--gaussian-block all` block too large for one q runs as mean field, and a note says so; it
-    leaves out a Gamma that is the precision of a response with empty cells (`imputed`: those
-    cells' q would read τ from outside the block, E633 for a block that names it)."""
+    leaves out what it could not run (`runnable_members`; `imputed`: the responses with empty
+    cells)."""
     blocks, notes = {}, []
     for block in analysis.gaussian:
-        block = without_imputed_precisions(block, model, imputed)
+        block = runnable_members(block, model, analysis, imputed)
+        if not block.members:
+            continue
         placed = layout_for(block, model, env, analysis.scopes)
         if placed is None:
             notes.append(describe(block, None))
@@ -31,15 +33,29 @@ def gaussian_families(model, env, analysis, families: dict, shapes: dict, impute
     return blocks, notes
 
 
-def without_imputed_precisions(block, model, imputed):
-    """A `--gaussian-block all` block without the Gamma members read as the precision of a
-    response in `imputed` (a block that names them is left as it is: E633)."""
-    logs = block.logs(model) if block.automatic else ()
+def runnable_members(block, model, analysis, imputed):
+    """A `--gaussian-block all` block without what the block could not run, left in mean field: a
+    Gamma read as the precision of a response in `imputed` (those cells' q would read τ from
+    outside the block), the class weights of a softmax under a rule the block does not run or with
+    empty outcomes, and then a Gamma that can no longer join. A block that names them is left as it
+    is (E633, E381)."""
+    if not block.automatic:
+        return block
+    from ppl.graph.gaussian_block import log_member_error
+    from ppl.infer.factors.block_softmax import RULES
+    from ppl.infer.factors.softmax import is_softmax
+    def reads(f, name):
+        return any(forms.reads(forms.inline(e, model.definitions), name) for e in f.args.values())
+    logs = block.logs(model)
     drop = {t for t in logs for f in model.factors if f.target.name in imputed
             and "precision" in f.args and forms.reads(forms.inline(f.args["precision"], model.definitions), t)}
-    if not drop:
-        return block
-    return dataclasses.replace(block, members=tuple(m for m in block.members if m not in drop))
+    for f in filter(is_softmax, model.factors):
+        rules = {t.rule for t in analysis.for_factor(f.name) if t.role != "value"} - {"vmp"}
+        if f.target.name in imputed or not rules <= set(RULES):
+            drop |= {m for m in block.members if m not in logs and reads(f, m)}
+    members = [m for m in block.members if m not in drop]
+    members = [m for m in members if m not in logs or log_member_error(model, m, members) is None]
+    return block if len(members) == len(block.members) else dataclasses.replace(block, members=tuple(members))
 
 
 def block_read_by(factor, blocks: dict, model):
