@@ -16,7 +16,7 @@ import pytest
 import ppl
 from ppl.infer import Options, build_problem, run
 from ppl.infer import block as block_module
-from ppl.infer.coverage import THRESHOLD, CoverageNote, candidate_sets, coverage_notes, ratios
+from ppl.infer.coverage import THRESHOLD, candidate_sets, coverage, ratios
 from ppl.infer.factors.glm import GLMFactor
 
 from test_block import KNOWN_NOISE, exact_posterior, small_data
@@ -93,13 +93,12 @@ def test_raw_covariates_give_the_note_and_standardised_ones_do_not(tmp_path):
     saved = json.loads((tmp_path / "post.json").read_text())
     record, = saved["coverage"]
     assert record["element"] == "b0" and record["members"] == ["b0", "w"] and record["threshold"] == THRESHOLD
-    assert record["worst"] == pytest.approx(r, rel=1e-6) and saved["notes"][record["note"]].startswith("mean field")
+    assert record["worst"] == pytest.approx(r, rel=1e-6) and record["note"] in saved["notes"]
     ppl.Posterior.load(tmp_path / "post.json").save(tmp_path / "again.json")
     assert json.loads((tmp_path / "again.json").read_text())["coverage"] == saved["coverage"]
-    note = next(n for n in post.notes if isinstance(n, CoverageNote))
-    assert pickle.loads(pickle.dumps(note)).record == note.record  # a Dask worker's result keeps it
+    assert pickle.loads(pickle.dumps(post)).coverage == post.coverage  # a Dask worker's result keeps it
     standardised = model.infer(regression_data(0.0), seed=0)
-    assert standardised.converged and not any(isinstance(n, CoverageNote) for n in standardised.notes)
+    assert standardised.converged and not standardised.coverage
     assert "coverage" not in standardised.to_json()
 
 
@@ -154,11 +153,11 @@ def test_eight_schools_notes_its_population_mean_and_a_block_run_does_not():
     model = ppl.load(MODELS / "eight_schools.vim")
     data = str(MODELS / "eight_schools.csv")
     meanfield, block = model.infer(data, seed=0), model.infer(data, seed=0, gaussian_block="mu,theta")
-    note, = [n for n in meanfield.notes if isinstance(n, CoverageNote)]
-    assert note.startswith("mean field's sd of `mu` is 0.42 of what a joint Gaussian q over `mu, theta`")
+    note, = meanfield.coverage
+    assert note["note"].startswith("mean field's sd of `mu` is 0.42 of what a joint Gaussian q over `mu, theta`")
     # the block's own fixed point (its E[τ] moves too) widens mu's sd to within 3% of what the note says
-    assert block["mu"].sd == pytest.approx(meanfield["mu"].sd / note.record["worst"], rel=0.03)
-    assert not any(isinstance(n, CoverageNote) for n in block.notes)
+    assert block["mu"].sd == pytest.approx(meanfield["mu"].sd / note["worst"], rel=0.03)
+    assert not block.coverage
 
 
 def test_a_set_too_large_for_one_block_is_skipped(monkeypatch):
@@ -166,7 +165,7 @@ def test_a_set_too_large_for_one_block_is_skipped(monkeypatch):
     monkeypatch.setattr(block_module, "MAX_DENSE", 3)  # b0 and w: 4 coordinates
     (members, factors), = candidate_sets(problem)
     assert ratios(problem, result.state, members, factors) is None
-    assert coverage_notes(problem, result) == []
+    assert coverage(problem, result) == []
 
 
 def test_on_models_the_note_is_eight_schools_alone():
@@ -181,7 +180,7 @@ def test_on_models_the_note_is_eight_schools_alone():
             continue
         checked.add(path.stem)
         post = model.infer(str(path.with_suffix(".csv")), seed=0)
-        if any(isinstance(n, CoverageNote) for n in post.notes):
+        if post.coverage:
             noted.add(path.stem)
     assert {"eight_schools", "hierarchical_logistic", "surgical", "surgical_expanded"} <= checked
     assert noted == {"eight_schools"}

@@ -32,8 +32,9 @@ from ppl.infer.state import NumericalBreakdown
 THRESHOLD = 0.5
 
 
-def coverage_notes(problem, run) -> list[str]:
-    """A note for each set of Gaussians whose worst ratio r is below THRESHOLD, after a converged
+def coverage(problem, run) -> list[dict]:
+    """A record (`Ratios.record`: its note, the worst ratio, its element, the set, the threshold)
+    for each set of Gaussians whose worst ratio r is below THRESHOLD, after a converged
     deterministic mean-field run in one process (a block, a stochastic rule or schedule, a cluster
     run, whose state holds the globals only and whose client binds a few groups: none)."""
     if not run.converged or problem.stochastic or problem.schedule.stochastic or any(
@@ -44,7 +45,7 @@ def coverage_notes(problem, run) -> list[str]:
     for members, factors in candidate_sets(problem):
         found = ratios(problem, run.state, members, factors)
         if found is not None and found.worst < THRESHOLD:
-            notes.append(found.note())
+            notes.append(found.record())
     return notes
 
 
@@ -86,26 +87,15 @@ class Ratios:
         self.label = label  # coordinate -> the element it is, as the summary names it
         self.worst, self.element = float(self.r[self.at]), label(self.at)
 
-    def note(self) -> "CoverageNote":
+    def record(self) -> dict:
+        """What the run reports: the note, and its numbers for the JSON document."""
         names = ", ".join(self.members)
-        return CoverageNote(f"mean field's sd of `{self.element}` is {self.worst:.2g} of what a joint Gaussian q over "
+        note = (f"mean field's sd of `{self.element}` is {self.worst:.2g} of what a joint Gaussian q over "
                 f"`{names}` gives at this fixed point (they are correlated through "
                 f"{', '.join(f'`{n}`' for n in self.through)}); --gaussian-block {','.join(self.members)} fits "
-                "them jointly", {"worst": self.worst, "element": self.element, "members": list(self.members),
-                                   "threshold": THRESHOLD})
-
-
-class CoverageNote(str):
-    """The note, a str wherever notes go, that carries its numbers (`record`) for the JSON document's
-    `coverage` entry (ppl.infer.saved)."""
-
-    def __new__(cls, text: str, record: dict):
-        note = super().__new__(cls, text)
-        note.record = record
-        return note
-
-    def __getnewargs__(self):
-        return str(self), self.record
+                "them jointly")
+        return {"note": note, "worst": self.worst, "element": self.element, "members": list(self.members),
+                "threshold": THRESHOLD}
 
 
 def ratios(problem, state, members: tuple, factors: list) -> Ratios | None:

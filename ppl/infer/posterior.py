@@ -49,6 +49,7 @@ class Posterior:
     convergence: object = None  # ppl.infer.convergence.Convergence: how close to the fixed point
     interrupted: bool = False  # stopped by the user (Ctrl-C) after a completed sweep
     blocks: list = field(default_factory=list)  # BlockQ of Gaussian blocks: their members' joint q
+    coverage: list = field(default_factory=list)  # mean field's sds far too narrow (ppl.infer.coverage)
 
     @property
     def status(self) -> str:
@@ -234,6 +235,7 @@ class Posterior:
                 "seconds": self.seconds, "trace": list(self.trace), "trace_se": list(self.trace_se),
                 "elbo_terms": self.elbo_terms,
                 "notes": list(self.notes), "omitted": selection.omitted(self),
+                **({"coverage": list(self.coverage)} if self.coverage else {}),
                 "factors": [{"factor": t.factor, "variable": t.variable, "rule": t.rule, "reason": t.reason}
                             for t in self.tags],
                 "variables": variables}

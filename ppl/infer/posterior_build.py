@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ppl import families as fam
-from ppl.infer.coverage import coverage_notes
+from ppl.infer.coverage import coverage
 from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.factors.joint import group_key
 from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws, KernelMarginal
@@ -22,7 +22,7 @@ def build_posterior(problem, run, analysis) -> Posterior:
     order of the model's declarations, with what reports need to know about them."""
     from ppl.infer.labels import dims_and_coords
     state, model = run.state, problem.model
-    blocks = _blocks(problem, state)
+    blocks, narrow = _blocks(problem, state), coverage(problem, run)
     q = {}
     for name in model.variables:
         kernel = state.kernel_of(name)
@@ -45,10 +45,10 @@ def build_posterior(problem, run, analysis) -> Posterior:
     return Posterior(marginals, run.elbo, run.trace, run.elbo_terms, run.iterations, run.converged,
                      run.seconds, analysis.tags, dict(problem.dataset.levels), run.restart,
                      list(problem.dataset.notes) + list(run.warnings) + _block_hint(problem, run)
-                     + coverage_notes(problem, run),
+                     + [c["note"] for c in narrow],
                      joint, run.trace_se, scopes, components, dims, coords, list(run.term_trace),
                      origin(model, problem.dataset), _priors(problem, run.state, q), observed, problem.dataset,
-                     run.convergence, run.interrupted, blocks)
+                     run.convergence, run.interrupted, blocks, narrow)
 
 
 def _blocks(problem, state) -> list:

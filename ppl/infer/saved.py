@@ -25,7 +25,6 @@ import numpy as np
 from ppl import families as fam
 from ppl.diagnostics import ModelError, OptionError, Source, Span
 from ppl.infer.block_q import BlockQ
-from ppl.infer.coverage import CoverageNote
 from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws
 
 FORMAT = "ppl-posterior/1"
@@ -58,9 +57,6 @@ def document(posterior) -> dict:
         "observed": list(posterior.observed),
     }
     doc["origin"] = posterior.origin
-    coverage = [{**n.record, "note": i} for i, n in enumerate(posterior.notes) if isinstance(n, CoverageNote)]
-    if coverage:  # a converged mean-field run whose sds are too narrow (ppl.infer.coverage); `note`: its index
-        doc["coverage"] = coverage
     return doc
 
 
@@ -147,22 +143,14 @@ def components(saved, marginals: dict) -> dict:
 
 def run_fields(doc: dict) -> dict:
     """The `Posterior` fields of the run that a saved document holds at its top level: the ELBO,
-    its trace and terms, the sweeps, the time, the analyzer's tags, the levels and the notes."""
+    its trace and terms, the sweeps, the time, the analyzer's tags, the levels, the notes and the
+    under-coverage records."""
     from ppl.graph.analyze import Tag
     return dict(elbo=float(doc["elbo"]), trace=list(doc["trace"]), elbo_terms=dict(doc["elbo_terms"]),
                 iterations=int(doc["iterations"]), converged=bool(doc["converged"]), seconds=float(doc["seconds"]),
                 tags=tuple(Tag(t["factor"], t["variable"], "", "", t["rule"], t["reason"]) for t in doc["factors"]),
-                levels=dict(doc["levels"]), notes=_notes(doc), trace_se=list(doc["trace_se"]))
-
-
-def _notes(doc: dict) -> list:
-    """A document's notes, each that `coverage` records a `CoverageNote` again (so a loaded posterior
-    saves the same entry)."""
-    notes = list(doc["notes"])
-    for record in doc.get("coverage", ()):
-        at = record["note"]
-        notes[at] = CoverageNote(notes[at], {k: v for k, v in record.items() if k != "note"})
-    return notes
+                levels=dict(doc["levels"]), notes=list(doc["notes"]), trace_se=list(doc["trace_se"]),
+                coverage=list(doc.get("coverage", ())))
 
 
 def check_model(origin: dict, model, path) -> None:
