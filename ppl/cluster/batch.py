@@ -63,15 +63,33 @@ def global_terms(problem, state, plan, data: set) -> tuple:
     return float(value), float(sum(p[1] ** 2 for p in pairs))
 
 
+def _refuse_blocks(problem) -> None:
+    """The Gaussian blocks a cluster cannot run: one with a Gamma member, whose step is searched on
+    the block's ELBO terms, held by the partitions (E634); one with group effects, whose arrow holds
+    every group while each partition binds its own (E635)."""
+    from ppl.diagnostics import ModelError
+    for block in problem.analysis.gaussian:
+        family = problem.families.get(block.key)
+        if family is None:  # left in mean field
+            continue
+        if block.key in problem.searched:
+            member = block.logs(problem.model)[0]
+            raise ModelError("E634", f"the Gaussian block {block.key} has Gamma member `{member}`: its searched "
+                             "Newton step runs in one process, not on a cluster",
+                             span=problem.model.variables[member].span,
+                             hint=f"run in one process, or leave `{member}` out of the block (its Gamma q)")
+        local = [m for m, place in family.placements.items() if place.local]
+        if local:
+            raise ModelError("E635", f"the Gaussian block {block.key} holds the group effects `{local[0]}`: its "
+                             "arrow-shaped q spans every group, which a cluster's partitions split",
+                             span=problem.model.variables[local[0]].span,
+                             hint=f"run in one process, or leave `{local[0]}` out of the block (a block of the "
+                                  "global variables runs on a cluster)")
+
+
 def run_batch(problem, options, rng, progress, start, cluster):
     """`engine.Run` of batch VMP over `cluster`'s partitions (a `ClusterSource`)."""
-    if problem.searched:  # its step is searched on the block's ELBO terms, held by the partitions
-        from ppl.diagnostics import ModelError
-        block = next(b for b in problem.analysis.gaussian if b.key == problem.searched[0])
-        member = block.logs(problem.model)[0]
-        raise ModelError("E634", f"the Gaussian block {block.key} has Gamma member `{member}`: its searched Newton "
-                         "step runs in one process, not on a cluster", span=problem.model.variables[member].span,
-                         hint=f"run in one process, or leave `{member}` out of the block (its Gamma q)")
+    _refuse_blocks(problem)
     from ppl.infer.convergence import Monitor
     from ppl.infer.engine import ElboDecreaseWarning, Run, _damp, timed_out
     plan = plan_for(problem.model, problem.scopes, problem.latent, problem.schedule.span, problem.analysis.chains)

@@ -134,10 +134,10 @@ class SVI:
         problem, state = self.bind(groups, fitted=False)  # the M-step reads the initial locals first
         scale = self.groups.groups / len(groups)
         for _ in range(sweeps):
-            before = {n: state.moments(n).copy() for n in self.plan.globals}
+            before = {n: np.array(_settled(state, n)) for n in self.plan.globals}
             self.m_step(problem, state, scale, 1.0)
             self.e_step(problem, state)
-            if all(np.allclose(before[n], state.moments(n), rtol=self.spec.local_tol, atol=0) for n in before):
+            if all(np.allclose(before[n], _settled(state, n), rtol=self.spec.local_tol, atol=0) for n in before):
                 break
 
     def step(self, t: int) -> float:
@@ -314,3 +314,10 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     terms = {} if svi.streamed else problem.elbo_terms(state)
     return Run(state, trace, terms, converged, t, seconds, warnings=notes, elbo=elbo,
                trace_se=[spread] * len(trace), convergence=timed)
+
+
+def _settled(state, name: str) -> np.ndarray:
+    """What the start watches settle: a global's moments, or the natural parameter of a Gaussian
+    block (whose moments are its solved blocks, not one array)."""
+    moments = state.moments(name)
+    return moments if isinstance(moments, np.ndarray) else state.natural[name]
