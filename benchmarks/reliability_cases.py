@@ -316,6 +316,10 @@ MORE = [
     Case("engine", "a block's Gamma member on a cluster", "infer m.vim d.csv --workers 1",
          (("m.vim", "data y: real[N]\nmu ~ Normal(0, 1)\nt ~ Gamma(1, 1)\ny ~ Normal(mu, t)\nblock (mu, t)\n"),
           ("d.csv", "y\n0.1\n0.2\n")), "E634"),
+    Case("engine", "a block's group effects on a cluster", "infer m.vim d.csv --workers 1",
+         (("m.vim", "data g: cat(G)[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\nfor k in 1..G {\n  a[k] ~ Normal(mu, 1.0)\n}\n"
+                    "for n in 1..N {\n  y[n] ~ Normal(a[g[n]], 1.0)\n}\nblock (mu, a)\n"),
+          ("d.csv", "g,y\nu,0.1\nv,0.2\n")), "E635"),
     Case("options", "`ppl plot --kind components` of a model with no mixture", "plot post.json --kind components -o f.png",
          REG, "E345", FIT),
 ]
