@@ -283,3 +283,15 @@ def test_engine_errors_for_blocks(text, option, code, where):
     with pytest.raises(ppl.PplError) as info:
         ppl.compile(text).infer(data, max_iter=2, gaussian_block=option)
     assert info.value.code == code and where in str(info.value)
+
+
+def test_a_member_whose_covariance_underflows_is_e502_at_its_statement():
+    """A covariate of -1e300 under `block (w, b)`: w's variance under the block is below the
+    smallest double, and handing w its marginal inverted a singular matrix (a LinAlgError
+    traceback, fuzz seed 2845349); now E502 at w's statement."""
+    text = ("data X: real[N, D] from x1..xD\ndata height: real[N]\nb ~ Normal(0, 1)\n"
+            "w: real[D] ~ MvNormal(zeros(D), eye(D))\nheight ~ Normal(X @ w + b, 1)\nblock (w, b)\n")
+    with pytest.raises(ppl.ModelError) as info:
+        ppl.compile(text).infer(pd.DataFrame({"height": [3.5683], "x1": [-1e300]}), seed=0)
+    assert info.value.code == "E502" and "q(w)" in str(info.value) and "singular" in str(info.value)
+    assert info.value.span is not None

@@ -147,7 +147,12 @@ class BlockFamily:
             if isinstance(family, Normal):  # a LogNormal member too: u = log τ's Normal
                 state.set(name, family.natural(mean=mean[:, 0], precision=1.0 / cov[:, 0, 0]))
             else:
-                state.set(name, family.natural(mean=mean, precision=np.linalg.inv(cov)))
+                try:
+                    precision = np.linalg.inv(cov)
+                except np.linalg.LinAlgError:  # variances under the smallest double (covariates near 1e300)
+                    raise NumericalBreakdown(name, f"its covariance under the Gaussian block {self.key} is "
+                                             "singular") from None
+                state.set(name, family.natural(mean=mean, precision=precision))
 
     def place(self, name: str, index: np.ndarray, natural: np.ndarray) -> np.ndarray:
         """The per-element natural messages (P, D + D²) of MvNormal member `name` at elements
