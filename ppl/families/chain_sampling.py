@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.families.forward_backward import Chains, _log_forward, _rows, _split
+from ppl.families.chain_layout import Chains, potentials, row_order
+from ppl.families.forward_backward import _log_forward
 
 
 def log_filter(nat, k, chains) -> np.ndarray:
     """log q(z_t | u_{≤t}) per row, (T, K), by log-sum-exp: a scaled forward pass alone cannot
     tell whether a state it rounded to 0 was needed later."""
-    unary, pair = _split(nat, k)
+    unary, pair = potentials(nat, k)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _rows(_log_forward(unary[chains.index], pair[chains.index], chains)[0], chains)
+        return row_order(_log_forward(unary[chains.index], pair[chains.index], chains)[0], chains)
 
 
 def sample(nat: np.ndarray, k: int, chains: Chains, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -23,7 +24,7 @@ def sample(nat: np.ndarray, k: int, chains: Chains, rng: np.random.Generator, n:
     draws at once (Gumbel-max), one step of the longest chain at a time."""
     nat = np.asarray(nat, dtype=float)
     alpha = log_filter(nat, k, chains)
-    _, pair = _split(nat, k)
+    _, pair = potentials(nat, k)
     lengths = np.diff(np.r_[chains.firsts, len(alpha)])
     last = len(alpha) - 1
     draws = np.empty((n, len(alpha)), dtype=np.int64)

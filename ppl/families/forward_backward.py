@@ -38,11 +38,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import chain_band, chain_scan
+from .chain_layout import Chains, or_zero, potentials, row_order
 
 BANDED = True  # the banded solves first (`chain_band`); the scaled recursions alone if False
 SPREAD = 700.0  # the scaled pass runs when no evidence and transition weights differ by more (nats)
@@ -53,75 +53,14 @@ NORMALISED = 1e-9  # how far from 1 a row of scaled marginals may sum (rounding:
 CONSISTENT = 1e-12  # how far a blocked pass's pairwise marginals may sum from its marginals (rounding: 1e-15)
 
 
-@dataclass(frozen=True)
-class Chains:
-    """Chains of `lengths` held in consecutive rows, laid out time-major for the recursions:
-    `index` (L, S) the row of step t of the s-th longest chain (0 past its end), `active[t]` the
-    number of chains longer than t (the first ones), `position` (T,) each row's flat place in
-    (L, S), `starts` (T,) the first rows and `firsts` (S,) their indices."""
-
-    index: np.ndarray
-    active: tuple
-    position: np.ndarray
-    starts: np.ndarray
-    firsts: np.ndarray
-    spare: dict = field(default_factory=dict, compare=False, repr=False)  # K -> `_Buffers` not in use
-
-    def __getstate__(self):
-        """Pickled (a family sent to a Dask worker) without its spare buffers."""
-        return {**self.__dict__, "spare": {}}
-
-    @functools.cached_property
-    def continuing(self):
-        """The rows that continue a chain: a slice (a view) when they are all rows but the first."""
-        if len(self.firsts) == 1 and self.firsts[0] == 0:
-            return slice(1, None)
-        return np.flatnonzero(~self.starts)
-
-    @functools.cached_property
-    def totals(self) -> np.ndarray:
-        """What each row of moments sums to: 1 at a chain's first row (no pair block), 2 elsewhere."""
-        return np.where(self.starts, 1.0, 2.0)
-
-    @classmethod
-    def of(cls, lengths) -> "Chains":
-        """The layout of chains of `lengths` (at least one, each of at least one step)."""
-        lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
-        if not len(lengths) or lengths.min() < 1:
-            raise ValueError(f"a chain layout needs at least one chain and at least one step in each; got lengths "
-                             f"{lengths.tolist()}")
-        order = np.argsort(-lengths, kind="stable")
-        firsts = np.cumsum(lengths) - lengths
-        steps = np.arange(lengths.max())[:, None]
-        running = steps < lengths[order]
-        index = np.where(running, firsts[order] + steps, 0)
-        position = np.empty(int(lengths.sum()), dtype=np.int64)
-        position[index[running]] = np.flatnonzero(running)
-        starts = np.zeros(len(position), dtype=bool)
-        starts[firsts] = True
-        for array in (index, position, starts, firsts):
-            array.flags.writeable = False  # shared by every caller of the family
-        return cls(index, tuple(running.sum(axis=1).tolist()), position, starts, firsts)
-
-
-def _split(nat: np.ndarray, k: int):
-    """Unary (T, K) and pairwise (T, K, K) log-potentials, views of `nat`."""
-    return nat[:, :k], nat[:, k:].reshape(-1, k, k)
-
-
 def _finite_max(x: np.ndarray, axis):
-    return _or_zero(x.max(axis=axis))
-
-
-def _or_zero(top: np.ndarray) -> np.ndarray:
-    """A shift by a maximum, 0 where it is not finite (a row of −∞: nothing to shift)."""
-    return np.where(np.isfinite(top), top, 0.0)
+    return or_zero(x.max(axis=axis))
 
 
 def _peak(unary: np.ndarray) -> np.ndarray:
     """max_k u_t[k] per row (0 if all −∞), (T,): column by column (K − 1 maxima), as numpy's
     reduction over a short last axis costs about ten times more."""
-    return _or_zero(functools.reduce(np.maximum, unary.T))
+    return or_zero(functools.reduce(np.maximum, unary.T))
 
 
 def _weights(pair: np.ndarray, chains: Chains):
@@ -144,18 +83,12 @@ def _stepped(weights: np.ndarray, chains: Chains) -> np.ndarray:
     return weights if weights.ndim == 2 else weights[chains.index]
 
 
-def _rows(x: np.ndarray, chains: Chains, out=None) -> np.ndarray:
-    """A time-major (L, S, ...) array back in row order, (T, ...): `take`, about 8× faster than
-    indexing with the array."""
-    return np.take(x.reshape((-1,) + x.shape[2:]), chains.position, axis=0, out=out)
-
-
 def forward_backward(nat: np.ndarray, k: int, chains: Chains):
     """(mean (T, K + K²), log Z (S,)): per row the marginals q(z_t) and the pairwise marginals
     ξ_t[i, j] = q(z_{t−1} = i, z_t = j) flattened, ξ = 0 at each chain's first row. `nat` is
     read as floats (integer potentials would wrap around or truncate in the recursions)."""
     nat = np.asarray(nat, dtype=float)
-    unary, pair = _split(nat, k)
+    unary, pair = potentials(nat, k)
     weights, top, spread = _weights(pair, chains)
     peak = _peak(unary)
     # an underflow is caught by `_normalised`
@@ -218,7 +151,7 @@ def _many_chains(local, weights, chains, buffers):
                 dot(step, across, out)
             else:
                 np.matmul(stepped[t, :len(step)], step[:, :, None], out[:, :, None])
-    return tuple(_rows(x, chains, out) for x, out in zip((alpha, beta, norm), buffers.rows))
+    return tuple(row_order(x, chains, out) for x, out in zip((alpha, beta, norm), buffers.rows))
 
 
 def _banded(local, weights, chains, buffers, span):
@@ -363,7 +296,7 @@ def _scaled_moments(before, after, norm, local, weights, peak, top, chains):
 
 
 def _lse(x: np.ndarray, axis: int) -> np.ndarray:
-    m = _or_zero(x.max(axis=axis, keepdims=True))
+    m = or_zero(x.max(axis=axis, keepdims=True))
     return np.log(np.exp(x - m).sum(axis=axis)) + np.squeeze(m, axis)
 
 
@@ -384,7 +317,7 @@ def _log_forward(unary: np.ndarray, pair: np.ndarray, chains: Chains):
 
 def _log_forward_backward(nat, k, chains):
     """`forward_backward` in the log domain throughout (the fallback)."""
-    unary, pair = _split(nat, k)
+    unary, pair = potentials(nat, k)
     u, p = unary[chains.index], pair[chains.index]
     # −∞ + −∞ is −∞ (no −∞ − −∞ occurs); ξ's exp may overflow only at chain starts, set to 0 below
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -394,7 +327,7 @@ def _log_forward_backward(nat, k, chains):
             n = chains.active[t + 1]
             beta[t, :n] = _lse(p[t + 1, :n] + (u[t + 1, :n] + beta[t + 1, :n] - log_c[t + 1, :n, None])[:, None, :],
                                axis=2)
-        before, after, log_c = _rows(alpha, chains), _rows(beta, chains), _rows(log_c, chains)
+        before, after, log_c = row_order(alpha, chains), row_order(beta, chains), row_order(log_c, chains)
         mean = np.empty((len(before), k + k * k))
         mean[:, :k] = np.exp(before + after)
         xi = mean[:, k:].reshape(-1, k, k)

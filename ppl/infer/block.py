@@ -209,12 +209,7 @@ class BlockRows:
 
     def variance(self, sol) -> np.ndarray:
         """Var[c_pᵀ z] = c_pᵀ Σ c_p per element, from the corner, its group and their cross block."""
-        g, l, c = self.layout.groups, self.layout.local, self.layout.corner
-        cov_ll = np.concatenate([sol.cov_ll, np.zeros((1, l, l))])[self.group]
-        cov_lc = np.concatenate([sol.cov_lc, np.zeros((1, l, c))])[self.group]
-        return (np.sum((self.cg @ sol.cov_cc) * self.cg, axis=1)
-                + 2 * np.einsum("pi,pij,pj->p", self.cl, cov_lc, self.cg)
-                + np.einsum("pi,pij,pj->p", self.cl, cov_ll, self.cl))
+        return self.covariance(self, sol)
 
     def covariance(self, other: "BlockRows", sol) -> np.ndarray:
         """Cov[c_pᵀ z, d_pᵀ z] per element, for rows `other` (d) of the same elements, each element
@@ -223,9 +218,9 @@ class BlockRows:
         group = np.where(self.group < self.layout.groups, self.group, other.group)
         cov_ll = np.concatenate([sol.cov_ll, np.zeros((1, l, l))])[group]
         cov_lc = np.concatenate([sol.cov_lc, np.zeros((1, l, c))])[group]
-        return (np.sum((self.cg @ sol.cov_cc) * other.cg, axis=1)
-                + np.einsum("pi,pij,pj->p", self.cl, cov_lc, other.cg)
-                + np.einsum("pi,pij,pj->p", other.cl, cov_lc, self.cg)
+        cross = np.einsum("pi,pij,pj->p", self.cl, cov_lc, other.cg) + np.einsum("pi,pij,pj->p", other.cl, cov_lc,
+                                                                                  self.cg)
+        return (np.sum((self.cg @ sol.cov_cc) * other.cg, axis=1) + cross
                 + np.einsum("pi,pij,pj->p", self.cl, cov_ll, other.cl))
 
     def cross(self, sol, at: int) -> np.ndarray:

@@ -44,24 +44,27 @@ def runnable_members(block, model, analysis, imputed):
     from ppl.graph.gaussian_block import log_member_error
     from ppl.infer.factors.block_softmax import RULES
     from ppl.infer.factors.softmax import is_softmax
-    def reads(f, name):
-        return any(forms.reads(forms.inline(e, model.definitions), name) for e in f.args.values())
     logs = block.logs(model)
-    drop = {t for t in logs for f in model.factors if f.target.name in imputed
-            and "precision" in f.args and forms.reads(forms.inline(f.args["precision"], model.definitions), t)}
+    drop = {t for t in logs for f in model.factors if f.target.name in imputed and _reads(f, t, model, "precision")}
     for f in filter(is_softmax, model.factors):
         rules = {t.rule for t in analysis.for_factor(f.name) if t.role != "value"} - {"vmp"}
         if f.target.name in imputed or not rules <= set(RULES):
-            drop |= {m for m in block.members if m not in logs and reads(f, m)}
+            drop |= {m for m in block.members if m not in logs and _reads(f, m, model)}
     members = [m for m in block.members if m not in drop]
     members = [m for m in members if m not in logs or log_member_error(model, m, members) is None]
     return block if len(members) == len(block.members) else dataclasses.replace(block, members=tuple(members))
 
 
+def _reads(factor, name: str, model, role: str | None = None) -> bool:
+    """Whether `factor`'s arguments (its argument `role` alone, if given) read `name`."""
+    args = factor.args if role is None else {role: factor.args[role]} if role in factor.args else {}
+    return any(forms.reads(forms.inline(e, model.definitions), name) for e in args.values())
+
+
 def block_read_by(factor, blocks: dict, model):
     """The block whose members `factor` draws or reads, or None (E381 for two blocks)."""
-    found = [b for b in blocks.values() if factor.target.name in b.members or any(
-        forms.reads(forms.inline(e, model.definitions), m) for e in factor.args.values() for m in b.members)]
+    found = [b for b in blocks.values()
+             if factor.target.name in b.members or any(_reads(factor, m, model) for m in b.members)]
     if len(found) > 1:
         from ppl.infer.factors.block import refuse
         raise refuse(factor, "of two different blocks")
@@ -78,8 +81,7 @@ def block_runtime(factor, model, env, dataset, families, block, rule):
     if factor.target.name in logs:
         from ppl.infer.factors.block_log import BlockLogGamma
         return BlockLogGamma(factor, model, env, dataset, families, block)
-    precision = factor.args.get("precision")
-    if precision is not None and any(forms.reads(forms.inline(precision, model.definitions), n) for n in logs):
+    if any(_reads(factor, n, model, "precision") for n in logs):
         from ppl.infer.factors.block_log import BlockLogNormal
         return BlockLogNormal(factor, model, env, dataset, families, block)
     if rule is not None and factor.dist.name in GLM_DISTRIBUTIONS and factor.target.name not in block.members:

@@ -82,7 +82,7 @@ def shift_intercepts(problem, state, a: str, u: str) -> None:
         family = state.families[name]
         q, p = family.params(state.natural[name]), problem.prior_gaussian(state, name)
         moved[name] = (family, q, p["precision"], q["mean"] - p["mean"])
-    (_, qa, pa, da), (_, qu, pu, du) = moved[a], moved[u]
+    (_, _, pa, da), (_, _, pu, du) = moved[a], moved[u]
     c = (np.sum(pu * du) - np.sum(pa * da)) / (np.sum(pa) + np.sum(pu))
     if np.isfinite(c):
         for name, sign in ((a, 1.0), (u, -1.0)):

@@ -33,7 +33,6 @@ from scipy.special import expit, gammaln, log_expit, log_ndtr
 from ppl.infer.margin_nodes import WIDE, hermite as _hermite, split_legendre as _split_legendre
 
 
-
 @dataclass(frozen=True)
 class Likelihood:
     """log f(y, n, η) and its first three derivatives in η, vectorised. (y, n) is one

@@ -10,7 +10,6 @@ import numpy as np
 
 from ppl import families as fam
 from ppl.infer.coverage import coverage
-from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.factors.joint import group_key
 from ppl.infer.marginals import FamilyMarginal, ImputedMarginal, JointDraws, KernelMarginal
 from ppl.infer.posterior import Posterior, assemble, origin

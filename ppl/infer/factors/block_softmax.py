@@ -62,23 +62,25 @@ class BlockSoftmax(SoftmaxFactor):
         return {self.block_key}
 
     def joint(self, state):
-        """(m (P, K), r (P, K), Var η_k (P, K), Var Σ_k η_k (P,), Cov η (P, K, K) under `ncvmp`, else
-        None) under the block's q."""
+        """(m (P, K), r (P, K), Var η_k (P, K), then Var Σ_k η_k (P,) under Böhning's bound and
+        Cov η (P, K, K) under `ncvmp`, else None) under the block's q."""
         key = self.version_key(state, (self.block_key,))
         if self._joint_key != key:
             sol = state.moments(self.block_key)
             offset = np.stack([np.broadcast_to(margin(state, rest)[0], self.builder.shape()).reshape(-1)
                                for rest in self.rests], -1)
             mean = np.stack([rows.mean(sol) for rows in self.rows], -1) + offset
-            var = np.stack([rows.variance(sol) for rows in self.rows], -1)
-            cov = None
-            if self.rule == "ncvmp":
-                cov = np.empty(var.shape + (self.classes,))
+            cov = spread = None
+            if self.rule == "ncvmp":  # the classes' covariance; the variances are its diagonal
+                cov = np.empty(mean.shape + (self.classes,))
                 for k, rows in enumerate(self.rows):
                     for j in range(k + 1):
                         cov[:, k, j] = cov[:, j, k] = rows.covariance(self.rows[j], sol)
+                var = np.diagonal(cov, axis1=1, axis2=2)
+            else:  # Böhning's term reads the classes' variances and that of their sum
+                var, spread = np.stack([rows.variance(sol) for rows in self.rows], -1), self.total.variance(sol)
             self._joint_key, self._averages = key, None
-            self._joint = (mean, offset, var, self.total.variance(sol), cov)
+            self._joint = (mean, offset, var, spread, cov)
         return self._joint
 
     def averages(self, state):

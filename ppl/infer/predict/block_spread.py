@@ -43,7 +43,8 @@ def spreads(problem, blocks, seen=None, population=None) -> dict:
                 parts, _ = block_parts(f, form, block.members)
                 parts = [p for part in parts for p in _to_training(problem, block, part, seen, population or {})]
                 rows.append(BlockRows(block, parts, elements, f.factor.span))
-                apart.append(sum((_element_variance(block, sol, part) for part in parts), np.zeros(elements)))
+                apart.append(sum((BlockRows(block, [part], elements).variance(sol) for part in parts),
+                                 np.zeros(elements)))  # each term alone: what the marginals give
             if not any(r.cg.any() or r.cl.any() for r in rows):
                 continue
             if isinstance(f, SoftmaxFactor):  # the classes' joint covariance, less what the marginals give
@@ -85,16 +86,3 @@ def _to_training(problem, block, part, seen, population: dict) -> list:
             c = np.where(at_prior[:, None], coef, 0.0)
             parts += [(m, i[cell[index]], c * k[cell[index]]) for m, i, k in through]
     return parts
-
-
-def _element_variance(block, sol, part) -> np.ndarray:
-    """c_ptᵀ Σ_tt c_pt: the variance the marginals give one term (the element it reads, alone)."""
-    name, index, coef = part
-    place = block.placements[name]
-    if place.local:
-        s = slice(place.base, place.base + place.width)
-        cov = sol.cov_ll[index][:, s, s]
-    else:
-        at = place.coordinates(index)
-        cov = sol.cov_cc[at[:, :, None], at[:, None, :]]
-    return np.einsum("pi,pij,pj->p", coef, cov, coef)

@@ -227,6 +227,7 @@ def response_mixture(problem, state, name: str, only=None, spreads=None):
     then computed for those cells alone (`_gaussian`), not for all and cut. `spreads`: factor →
     the variance its margin gains from a Gaussian block's correlations (`block_spread.spreads`)."""
     f = next(f for f in problem.factors if f.factor.target.name == name)
+    spread = (spreads or {}).get(f.name)
     cells = int(np.prod(f.plate.shape, dtype=np.int64))
     shape = problem.shapes.get(name, np.shape(problem.dataset.arrays[name]))  # a response without a family: its data
     elements = int(np.prod(shape, dtype=np.int64))
@@ -237,7 +238,7 @@ def response_mixture(problem, state, name: str, only=None, spreads=None):
         at = at[only]
     elements = len(at)
     if type(f).__name__ == "SoftmaxFactor":  # E_q[softmax(η)], the factor's own average over q(η)
-        probs = f.predictive(state, np.ones(f.y.shape, dtype=bool), (spreads or {}).get(f.name))
+        probs = f.predictive(state, np.ones(f.y.shape, dtype=bool), spread)
         return CategoricalMixture(np.ones((elements, 1)), probs[at][:, None, :], _offset(f))
     if f.factor.dist.name == "Categorical":
         return _categorical(f, state, at)
@@ -248,10 +249,10 @@ def response_mixture(problem, state, name: str, only=None, spreads=None):
     if type(f).__name__ == "ConjugateFactor":
         weights, dist, params, discrete = _conjugate(problem, f, state)
     elif isinstance(f, GLMFactor):
-        weights, dist, params, discrete = _glm(f, state, (spreads or {}).get(f.name, 0.0))
+        weights, dist, params, discrete = _glm(f, state, spread)
     else:
         rows = at if only is not None and np.ndim(f.precision.scale) == 0 else None
-        weights, dist, params, discrete = _gaussian(f, state, rows, (spreads or {}).get(f.name, 0.0))
+        weights, dist, params, discrete = _gaussian(f, state, rows, spread)
         if rows is not None:  # already the cells asked for, in their order
             cells, at = len(rows), np.arange(len(rows))
     weights = np.broadcast_to(weights, np.broadcast_shapes(weights.shape, *(p.shape for p in params)))
@@ -287,11 +288,11 @@ def _conjugate(problem, f, state):
     return weights, stats.nbinom, (p["shape"], p["rate"] / (p["rate"] + 1.0)), True
 
 
-def _glm(f, state, spread=0.0):
+def _glm(f, state, spread=None):
     """Nodes of the margin η ~ N(m, v + `spread`) (`margin_nodes`): weights and the family's
     parameters at σ(η)."""
     m, v = margin(state, f.margin)
-    v = v + spread
+    v = v if spread is None else v + spread
     eta, weights = margin_nodes(m, v, NODES)
     dist, link = f.factor.dist.name, f.args["p" if "p" in f.args else "rate"].func
     inverse = {"logistic": special.expit, "probit": special.ndtr, "exp": np.exp}[link]
@@ -323,14 +324,14 @@ def _at_rows(a, plate: tuple, rows) -> np.ndarray:
     return np.broadcast_to(a, plate + tail).reshape((-1,) + tail)[rows]
 
 
-def _gaussian(f, state, rows=None, spread=0.0):
+def _gaussian(f, state, rows=None, spread=None):
     """Components (a selector's q) × nodes of a Gamma precision: N(m, v + `spread` + 1/τ); `rows`:
     of those flat plate cells only (the nodes of every other cell are never formed)."""
     plate = f.plate.shape
     def pick(a):
         return a if rows is None else _at_rows(a, plate, rows)
     m, v = margin(state, f.mean)  # v is 0 for a mean with no latent
-    m, v = (pick(a) for a in np.broadcast_arrays(m, v + spread))
+    m, v = (pick(a) for a in np.broadcast_arrays(m, v if spread is None else v + spread))
     r = pick(f.weights(state))
     precision = f.precision
     if precision.kind == "const":
