@@ -320,6 +320,8 @@ MORE = [
          (("m.vim", "data g: cat(G)[N]\ndata y: real[N]\nmu ~ Normal(0, 1)\nfor k in 1..G {\n  a[k] ~ Normal(mu, 1.0)\n}\n"
                     "for n in 1..N {\n  y[n] ~ Normal(a[g[n]], 1.0)\n}\nblock (mu, a)\n"),
           ("d.csv", "g,y\nu,0.1\nv,0.2\n")), "E635"),
+    Case("options", "Anderson acceleration on a cluster", "infer m.vim d.csv --workers 1 --accelerator anderson",
+         REG, "E369"),
     Case("options", "`ppl plot --kind components` of a model with no mixture", "plot post.json --kind components -o f.png",
          REG, "E345", FIT),
 ]

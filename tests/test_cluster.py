@@ -16,6 +16,7 @@ from distributed import Client
 
 import ppl
 import ppl.cluster.batch as batch
+import ppl.infer.accelerate as squarem_module
 from ppl.cli import main
 from ppl.cluster.connect import local_cluster
 from ppl.data.stream import GroupedSource
@@ -53,8 +54,9 @@ def small_start(monkeypatch):
     monkeypatch.setattr(batch, "START_GROUPS", START)
 
 
-def one_process(model, csv: str, seed: int, max_iter: int, tol: float = 1e-12):
-    """The engine in this process, on all the data, from the start a cluster run makes."""
+def one_process(model, csv: str, seed: int, max_iter: int, tol: float = 1e-12, accelerate=False):
+    """The engine in this process, on all the data, from the start a cluster run makes (with
+    SQUAREM: every local refitted after a move, as the partitions refit theirs)."""
     dataset = model.bind(csv)
     problem = build_problem(model.checked, dataset, model.analyze(dataset))
     plan = plan_for(problem.model, problem.scopes, problem.latent)
@@ -62,14 +64,18 @@ def one_process(model, csv: str, seed: int, max_iter: int, tol: float = 1e-12):
 
     def start(problem, rng):
         return start_at(problem, rng, batch.start_globals(problem, rng, source, START), plan)
-    return run(problem, Options(seed=seed, max_iter=max_iter, tol=tol, mean_tol=1e-12, accelerate=False), initial=start)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(squarem_module, "SMALL_LOCAL", -1)
+        return run(problem, Options(seed=seed, max_iter=max_iter, tol=tol, mean_tol=1e-12, accelerate=accelerate),
+                   initial=start)
 
 
 @pytest.mark.parametrize("name", ["gmm", "lda"])
-def test_batch_vmp_over_four_partitions_is_the_one_process_trace(client, files, small_start, name):
+@pytest.mark.parametrize("squarem", [False, None])
+def test_batch_vmp_over_four_partitions_is_the_one_process_trace(client, files, small_start, name, squarem):
     model = ppl.load(f"models/{name}.vim")
-    post = model.infer(files[name], client=client, seed=3, max_iter=8, tol=1e-12, mean_tol=1e-12)
-    reference = one_process(model, f"models/{name}.csv", 3, 8)
+    post = model.infer(files[name], client=client, seed=3, max_iter=8, tol=1e-12, mean_tol=1e-12, accelerate=squarem)
+    reference = one_process(model, f"models/{name}.csv", 3, 8, accelerate=squarem)
     assert len(post.trace) == len(reference.trace) > 3
     np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
     assert np.all(np.diff(post.trace) >= -1e-9 * np.abs(post.trace[1:]))
@@ -81,10 +87,28 @@ def test_a_softmax_on_a_cluster_takes_the_shift_step_of_the_one_process_sweep(cl
     without it the cluster's sweeps crawled (759 sweeps on iris against 71)."""
     model = ppl.load("models/multinomial_logistic.vim")
     post = model.infer("models/multinomial_logistic.csv", client=client, seed=3, max_iter=8, tol=1e-12,
-                       mean_tol=1e-12)
+                       mean_tol=1e-12, accelerate=False)
     reference = one_process(model, "models/multinomial_logistic.csv", 3, 8)
     assert len(post.trace) == len(reference.trace) == 8
     np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
+
+
+def test_a_rejected_step_puts_the_partitions_locals_back(client, files, small_start, monkeypatch):
+    """Every SQUAREM step rejected: the globals go back to the plain point on the client, the
+    locals to theirs on the partitions (`restore_task`), and the sweeps go on as in one process."""
+    monkeypatch.setattr(squarem_module, "worse", lambda *args: True)
+    model = ppl.load("models/gmm.vim")
+    post = model.infer(files["gmm"], client=client, seed=3, max_iter=8, tol=1e-12, mean_tol=1e-12)
+    reference = one_process(model, "models/gmm.csv", 3, 8, accelerate=None)
+    assert len(post.trace) == len(reference.trace) == 8
+    np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
+    assert any(a == b for a, b in zip(post.trace, post.trace[1:]))  # a rejected step repeats the plain point
+
+
+def test_anderson_is_refused_on_a_cluster(client, files):
+    with pytest.raises(OptionError, match="Anderson") as error:
+        ppl.load("models/gmm.vim").infer(files["gmm"], client=client, accelerate="anderson")
+    assert error.value.code == "E369"
 
 
 def test_a_dask_dataframe_and_globals_in_two_rounds_give_the_one_process_trace(client, small_start):
@@ -93,7 +117,7 @@ def test_a_dask_dataframe_and_globals_in_two_rounds_give_the_one_process_trace(c
     model = ppl.compile(open("models/gmm.vim").read().replace("@joint", ""))
     frame = dd.from_pandas(pd.read_csv("models/gmm.csv"), npartitions=3)  # 91, 91 and 90 rows
     post = model.infer(frame, client=client, seed=3, max_iter=6, tol=1e-12, mean_tol=1e-12)
-    reference = one_process(model, "models/gmm.csv", 3, 6)
+    reference = one_process(model, "models/gmm.csv", 3, 6, accelerate=None)  # SQUAREM, as the cluster by default
     assert len(post.trace) == len(reference.trace) == 6
     np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
     dataset = model.bind("models/gmm.csv")
@@ -205,7 +229,7 @@ def test_a_block_of_globals_on_a_cluster_is_the_one_process_trace(client, tmp_pa
     model = ppl.compile("data x: real[N]\ndata y: bool[N]\nb0 ~ Normal(0, 1)\nb ~ Normal(0, 1)\n"
                         "y ~ Bernoulli(logistic(b0 + b * (x + 20)))\nblock (b0, b)\n")
     post = model.infer(str(tmp_path / "part*.csv"), client=client, seed=3, max_iter=8, tol=1e-12, mean_tol=1e-12)
-    reference = one_process(model, "models/hierarchical_logistic.csv", 3, 8)
+    reference = one_process(model, "models/hierarchical_logistic.csv", 3, 8, accelerate=None)
     assert len(post.trace) == len(reference.trace) == 8
     np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
     assert [b.members for b in post.blocks] == [("b0", "b")]

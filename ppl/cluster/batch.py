@@ -11,7 +11,12 @@ so that a sweep of a model with one wave (a mixture with `@joint`, LDA) is one r
 Start: the globals from a batch fit of a sample of groups scaled to all of them (SVI's start:
 a start that does not need all the data in one place), then each partition's locals from their
 priors and one E-step sweep (`start_at`). From the same start, one process gives the same
-trace (tests/test_cluster.py). No SQUAREM: its extrapolation would need every local.
+trace (tests/test_cluster.py).
+
+SQUAREM (ppl.infer.accelerate) extrapolates the globals only: after a move the partitions refit
+their locals by one E-step, keeping those before it (`worker.refit_task`), and a rejected step puts
+them back (`worker.restore_task`), so the sweep from an extrapolated point is the one-process sweep
+with every local refitted. Anderson's vectors would hold every local: refused (E369).
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from dataclasses import replace
 import numpy as np
 
 from ppl.cluster import worker
+from ppl.diagnostics import OptionError
 from ppl.infer.access import Unsupported
+from ppl.infer.accelerate import accelerator
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
 from ppl.infer.schedule.steps import data_factors, random_globals
@@ -104,7 +111,8 @@ def run_batch(problem, options, rng, progress, start, cluster):
         state.set(name, natural.copy())
     cluster.open_run(problem.analysis, problem.schedule, int(rng.integers(2 ** 62)))
     notes, shrink, trace, trace_se = list(problem.notes), {}, [], []
-    monitor = Monitor(problem, options.tol, options.mean_tol)
+    accel = _accelerator(problem, options, plan)
+    monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     converged = interrupted = False
     rebuilt, iteration = 0, 0
 
@@ -116,6 +124,12 @@ def run_batch(problem, options, rng, progress, start, cluster):
         for iteration in range(1, options.max_iter + 1):
             def step(name):
                 return options.damping * problem.step(name, iteration) * shrink.get(name, 1.0)
+            plain = reply  # the first wave's messages at the plain point, where a rejected step returns
+            if accel is not None:
+                accel.before_sweep(state)
+                if accel.fallback is not None:  # the globals moved: the partitions refit their locals there
+                    reply = cluster.round(worker.refit_task, _globals(state, plan), first)
+                    rebuilt += reply.rebuilt
             for k, wave in enumerate(order):
                 if k:
                     reply = cluster.round(worker.messages_task, _globals(state, plan), wave)
@@ -128,10 +142,17 @@ def run_batch(problem, options, rng, progress, start, cluster):
             rebuilt += reply.rebuilt
             value, se2 = global_terms(problem, state, plan, data)
             new, se = value + reply.elbo, float(np.sqrt(se2 + reply.se2))
-            if not np.isfinite(new):
+            if not np.isfinite(new) and (accel is None or accel.fallback is None):
                 factor = next((f for f in problem.factors if f.name == reply.bad), None)
                 raise Unsupported(f"the ELBO is not finite{f' at `{reply.bad}`' if reply.bad else ''}: the model and "
                                   "data give a degenerate posterior", factor.factor.span if factor else None)
+            informative = True
+            if accel is not None:  # an extrapolated step gone wrong (not finite) is rejected too
+                new, informative = accel.after_sweep(state, new if np.isfinite(new) else -np.inf)
+                if not informative:  # back at the plain point: its messages, and its locals on the partitions
+                    reply = plain
+                    if plan.locals:
+                        rebuilt += cluster.round(worker.restore_task, _globals(state, plan)).rebuilt
             if se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo)):
                 if problem.damped:
                     notes.extend(_damp(problem, shrink, iteration))
@@ -149,7 +170,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                     break
             elbo = new
             out_of_time = options.time_limit is not None and time.perf_counter() - start > options.time_limit
-            if monitor.done(trace, state, True, local=local_change, last=out_of_time or iteration == options.max_iter):
+            if monitor.done(trace, state, informative, local=local_change, last=out_of_time or iteration == options.max_iter):
                 converged = True
                 break
             if out_of_time:
@@ -167,6 +188,16 @@ def run_batch(problem, options, rng, progress, start, cluster):
     return Run(state, trace, {}, converged, iteration, time.perf_counter() - start, warnings=notes,
                elbo=trace[-1] if trace else elbo, trace_se=trace_se, convergence=convergence,
                interrupted=interrupted)
+
+
+def _accelerator(problem, options, plan):
+    """SQUAREM on the globals (module docstring), as the engine chooses it (`accelerator`), or None."""
+    if options.accelerate == "anderson":
+        raise OptionError("E369", "Anderson acceleration (--accelerator anderson) on a cluster: its step extrapolates every local, "
+                                  "and the locals are in the partitions", hint="use SQUAREM (the default)")
+    if options.damping != 1.0 or problem.schedule.restarted:
+        return None
+    return accelerator(problem, options.accelerate, names=list(plan.globals), refit=False)
 
 
 def _globals(state, plan) -> dict:

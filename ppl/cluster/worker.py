@@ -97,6 +97,7 @@ class Held:
     rebuilt: int = 0
     index: int = 0
     before: dict = field(default_factory=dict)  # the locals before the last E-step
+    kept: object = None  # the locals before an extrapolated step (`refit_task`), to put back if it is rejected
 
 
 def _bind(part: Partition, dataset, seed: int, globals_: dict | None = None) -> Held:
@@ -162,6 +163,25 @@ def estep_task(part: Partition, run: str, tick: int, seed: int, globals_: dict, 
     held.before = {n: state.natural[n] for n in problem.local}
     batch_e_step(problem, state, lambda name: steps.get(name, 1.0))
     return _reply(held, names)
+
+
+def refit_task(part: Partition, run: str, tick: int, seed: int, globals_: dict, names) -> Reply:
+    """The locals refitted by one E-step to globals moved by SQUAREM (ppl.infer.accelerate), those
+    before it kept (`restore_task`); the first globals' messages of the sweep from there."""
+    held = _held(part, run, tick, seed, globals_)
+    held.kept = held.state.keep(held.problem.local, bare=held.problem.local)
+    batch_e_step(held.problem, held.state)
+    return _reply(held, names, terms=False)
+
+
+def restore_task(part: Partition, run: str, tick: int, seed: int, globals_: dict) -> Reply:
+    """The locals put back as `refit_task` found them, after a rejected step (the globals are the
+    plain point's again); a partition rebuilt since has them fitted to those globals (`start_at`)."""
+    held = _held(part, run, tick, seed, globals_)
+    if not held.rebuilt:
+        held.state.restore(held.kept)
+    held.kept = None
+    return Reply(rebuilt=held.rebuilt, where={part.index: get_worker().address})
 
 
 def change_task(part: Partition, run: str, tick: int, seed: int, globals_: dict) -> Reply:

@@ -59,10 +59,11 @@ class Squarem:
     """The accelerator as two hooks around the engine's sweep: `before_sweep` may move the state
     to an extrapolated point, `after_sweep` keeps or rejects the sweep that followed it."""
 
-    def __init__(self, problem, residual: bool = False):
+    def __init__(self, problem, residual: bool = False, names=None, refit: bool = True):
         self.problem, self.residual = problem, residual
         self.proposal = None  # λ' and ‖λ2 − λ1‖ during an extrapolated sweep (the residual merit)
-        self.names = None  # the variables extrapolated: the globals and the small locals (module docstring)
+        self.names = names  # the variables extrapolated: the globals and the small locals (module docstring)
+        self.refit = refit  # False: the locals are not in this process (a cluster refits them: ppl.cluster.batch)
         self.history: list = []  # their naturals after the plain sweeps of the current cycle
         self.fallback = None  # (globals of λ2, L(λ2), q of λ2 as `State.keep` holds it) during an extrapolated sweep
         self.step_max = 1.0
@@ -156,7 +157,8 @@ def _solved(family, like: KernelGaussian, sites: np.ndarray) -> KernelGaussian |
 
 def move_to(accel, state, proposal: dict, saved: dict, residual: float) -> None:
     """Put the state at the extrapolated `proposal`, the locals it leaves out refitted to it
-    (`locals_from_globals`; a small local keeps its extrapolated λ), keeping the plain point
+    (`locals_from_globals`; a small local keeps its extrapolated λ; a cluster's partitions refit
+    theirs in the round that follows, `ppl.cluster.batch`), keeping the plain point
     (`saved`: its extrapolated naturals; its objective; every q as it is) to fall back to and the
     last plain residual to judge it by."""
     problem = accel.problem
@@ -166,7 +168,7 @@ def move_to(accel, state, proposal: dict, saved: dict, residual: float) -> None:
     state.extrapolated = True
     for name, nat in proposal.items():
         state.set(name, nat, factored=nat.factored if isinstance(nat, KernelGaussian) else None)
-    if refitted:
+    if refitted and getattr(accel, "refit", True):
         locals_from_globals(problem, state, refitted)
 
 
@@ -237,7 +239,7 @@ def _distance(pairs: list) -> float:
                              for a, b in _chunks(*map(_vector, pair)))))
 
 
-def accelerator(problem, requested: bool | None):
+def accelerator(problem, requested: bool | None, names=None, refit: bool = True):
     """The accelerator for this run: SQUAREM by default for every deterministic rule, never for
     stochastic rules (their ELBO differences are noise). Under VMP and the monotone bounds the
     safeguard rests on an ascent guarantee; under NC-VMP and the damped bounds the plain sweep is
@@ -246,7 +248,8 @@ def accelerator(problem, requested: bool | None):
     did not grow. Evidence on models/: docs/rules/vmp.md#acceleration-squarem. Not by default
     under `cvi` with exact gradients (its site form keeps per-row sites that an extrapolation
     neither moves nor restores). `anderson` extrapolates no step while a Gaussian is solved in data
-    space (Woodbury: its λ' would be dense); SQUAREM steps on that Gaussian's sites."""
+    space (Woodbury: its λ' would be dense); SQUAREM steps on that Gaussian's sites. `names` and
+    `refit`: SQUAREM's (`Squarem`), for a run whose locals are elsewhere (ppl.cluster.batch)."""
     if problem.stochastic or requested is False:
         return None
     if requested is None and any(getattr(f, "rule", "") == "cvi" for f in problem.factors):
@@ -254,4 +257,4 @@ def accelerator(problem, requested: bool | None):
     if requested == "anderson":
         from ppl.infer.anderson import Anderson
         return Anderson(problem, residual=problem.approximate)
-    return Squarem(problem, residual=problem.approximate)
+    return Squarem(problem, residual=problem.approximate, names=names, refit=refit)
