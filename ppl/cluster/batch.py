@@ -11,7 +11,9 @@ so that a sweep of a model with one wave (a mixture with `@joint`, LDA) is one r
 Start: the globals from a batch fit of a sample of groups scaled to all of them (SVI's start:
 a start that does not need all the data in one place), then each partition's locals from their
 priors and one E-step sweep (`start_at`). From the same start, one process gives the same
-trace (tests/test_cluster.py).
+trace (tests/test_cluster.py). A model with no locals starts where one process starts
+(`initialise`): the sample's fit is there to settle locals, and for a non-conjugate likelihood
+its undamped sweeps could stop anywhere on an oscillation (an ELBO of -1.5e7 against -511).
 
 SQUAREM (ppl.infer.accelerate) extrapolates the globals only: after a move the partitions refit
 their locals by one E-step, keeping those before it (`worker.refit_task`), and a rejected step puts
@@ -103,7 +105,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
     data = data_factors(problem, plan)
     order = waves(problem, plan, data)
     first = order[0] if order else []
-    globals_ = start_globals(problem, rng, cluster, START_GROUPS)
+    globals_ = start_globals(problem, rng, cluster, START_GROUPS) if plan.locals else {}  # none: `initialise`'s
     state = initialise(problem, rng)
     if problem.schedule.init == "random":  # as the engine's `random_start`, after its initial state
         globals_.update(random_globals(problem, plan.globals, rng))
