@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from distributed import Client
 
 import ppl
 import ppl.cluster.batch as batch
+import ppl.cluster.worker as worker
 import ppl.infer.accelerate as squarem_module
 from ppl.cli import main
 from ppl.cluster.connect import local_cluster
@@ -23,7 +25,7 @@ from ppl.data.stream import GroupedSource
 from ppl.diagnostics import DataError, OptionError
 from ppl.infer import Options, build_problem, run
 from ppl.infer.schedule.plan import plan_for
-from ppl.infer.schedule.steps import data_factors, start_at
+from ppl.infer.schedule.steps import batch_e_step, data_factors, start_at
 
 START = 40  # groups of the starting fit: a start far enough from the optimum for a trace
 
@@ -103,6 +105,21 @@ def test_a_rejected_step_puts_the_partitions_locals_back(client, files, small_st
     assert len(post.trace) == len(reference.trace) == 8
     np.testing.assert_allclose(post.trace, reference.trace, rtol=1e-10, atol=0)
     assert any(a == b for a, b in zip(post.trace, post.trace[1:]))  # a rejected step repeats the plain point
+
+
+def test_a_partition_rebuilt_since_the_refit_fits_its_locals_to_the_plain_globals(monkeypatch):
+    """A worker lost between a step's refit and its rejection: the partition rebuilt in the sweep
+    kept no locals to put back, so `restore_task` fits them to the globals it is given."""
+    model = ppl.load("models/gmm.vim")
+    dataset = model.bind("models/gmm.csv")
+    schedule = build_problem(model.checked, dataset, model.analyze(dataset)).schedule
+    part = worker.Partition(0, dataset, model.checked, model.analyze(dataset), schedule, None)
+    held, fitted = worker._bind(part, dataset, 0), worker._bind(part, dataset, 0)
+    monkeypatch.setattr(worker, "_held", lambda *args: held)
+    monkeypatch.setattr(worker, "get_worker", lambda: SimpleNamespace(address="here"))
+    worker.restore_task(part, "run", 1, 0, {})
+    batch_e_step(fitted.problem, fitted.state)
+    np.testing.assert_array_equal(held.state.natural["z"], fitted.state.natural["z"])
 
 
 def test_anderson_is_refused_on_a_cluster(client, files):

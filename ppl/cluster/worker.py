@@ -176,10 +176,13 @@ def refit_task(part: Partition, run: str, tick: int, seed: int, globals_: dict, 
 
 def restore_task(part: Partition, run: str, tick: int, seed: int, globals_: dict) -> Reply:
     """The locals put back as `refit_task` found them, after a rejected step (the globals are the
-    plain point's again); a partition rebuilt since has them fitted to those globals (`start_at`)."""
+    plain point's again). A partition rebuilt in this round has them fitted to those globals
+    (`start_at`); one rebuilt since the refit kept nothing, and fits them to those globals here."""
     held = _held(part, run, tick, seed, globals_)
-    if not held.rebuilt:
+    if held.kept is not None and not held.rebuilt:
         held.state.restore(held.kept)
+    elif not held.rebuilt:
+        batch_e_step(held.problem, held.state)
     held.kept = None
     return Reply(rebuilt=held.rebuilt, where={part.index: get_worker().address})
 
