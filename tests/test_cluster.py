@@ -122,6 +122,23 @@ def test_a_partition_rebuilt_since_the_refit_fits_its_locals_to_the_plain_global
     np.testing.assert_array_equal(held.state.natural["z"], fitted.state.natural["z"])
 
 
+def test_a_cluster_run_notes_no_under_coverage_from_its_clients_few_groups(client, tmp_path):
+    """The client binds a sample of the groups: the under-coverage check would measure the
+    likelihood's curvature on those rows only. One process notes it; the cluster takes the same
+    sweeps and notes nothing."""
+    rng = np.random.default_rng(0)
+    x = np.linspace(-2.0, 2.0, 240)
+    frame = pd.DataFrame({"x": x, "y": 1.0 + 0.5 * x + 0.3 * rng.normal(size=len(x))})
+    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 2)):
+        frame.iloc[rows].to_csv(tmp_path / f"part{i}.csv", index=False)
+    model = ppl.compile("data x: real[N]\ndata y: real[N]\nb0 ~ Normal(0, 1)\nb ~ Normal(0, 1)\n"
+                        "y ~ Normal(b0 + b * (x + 20), 4.0)\n")
+    post = model.infer(str(tmp_path / "part*.csv"), client=client, seed=0)
+    reference = model.infer(frame, seed=0)
+    assert post.converged and post.iterations == reference.iterations
+    assert reference.coverage and not post.coverage
+
+
 def test_anderson_is_refused_on_a_cluster(client, files):
     with pytest.raises(OptionError, match="Anderson") as error:
         ppl.load("models/gmm.vim").infer(files["gmm"], client=client, accelerate="anderson")

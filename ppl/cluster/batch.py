@@ -189,7 +189,7 @@ def run_batch(problem, options, rng, progress, start, cluster):
                     if rebuilt else ""))
     return Run(state, trace, {}, converged, iteration, time.perf_counter() - start, warnings=notes,
                elbo=trace[-1] if trace else elbo, trace_se=trace_se, convergence=convergence,
-               interrupted=interrupted)
+               interrupted=interrupted, sampled=True)
 
 
 def _accelerator(problem, options, plan):

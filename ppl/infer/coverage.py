@@ -36,8 +36,8 @@ def coverage(problem, run) -> list[dict]:
     """A record (`Ratios.record`: its note, the worst ratio, its element, the set, the threshold)
     for each set of Gaussians whose worst ratio r is below THRESHOLD, after a converged
     deterministic mean-field run in one process (a block, a stochastic rule or schedule, a cluster
-    run, whose state holds the globals only and whose client binds a few groups: none)."""
-    if not run.converged or problem.stochastic or problem.schedule.stochastic or any(
+    run, whose client binds a few groups: none)."""
+    if not run.converged or run.sampled or problem.stochastic or problem.schedule.stochastic or any(
             isinstance(f, BlockFamily) for f in problem.families.values()) or any(
             n not in run.state.natural for n in problem.latent):
         return []

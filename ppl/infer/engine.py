@@ -103,6 +103,7 @@ class Run:
     term_trace: list = field(default_factory=list)  # {term: value} after each sweep, when recorded
     convergence: Convergence | None = None  # how close to the fixed point the run stopped
     interrupted: bool = False  # stopped by KeyboardInterrupt from `progress`, at the end of a sweep
+    sampled: bool = False  # the problem binds a sample of the data (a cluster's client): no diagnostic reads its rows
 
 
 def run(problem: Problem, options: Options, progress=None, source=None, initial=None, cluster=None) -> Run:
