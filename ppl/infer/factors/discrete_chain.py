@@ -72,7 +72,8 @@ class ChainStart(_ChainFactor):
 
     def __init__(self, factor, model, env, family):
         super().__init__(factor, model, env, family, 1)
-        self.rows = np.flatnonzero(family.starts())
+        rows = np.flatnonzero(family.starts())
+        self.rows = slice(rows[0], rows[0] + 1) if len(rows) == 1 else rows  # one sequence: a slice, a view
 
     def _start_marginals(self, state):
         return state.moments(self.chain)[self.rows, : self.k]
