@@ -58,12 +58,13 @@ def is_factorial(factor, model) -> bool:
 
 
 def _expected(gamma: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Σ_k γ_k v_k over the last axis, added first to last (`rows.sum_in_order`'s numbers): one
-    column of the plate at a time, where a product of the whole (T, K) arrays broadcasts over K
-    entries at a time."""
-    total = gamma[..., 0] * values[..., 0]
-    for k in range(1, gamma.shape[-1]):
-        total = total + gamma[..., k] * values[..., k]
+    """Σ_k γ_k v_k over the last axis, added first to last (`rows.sum_in_order`'s numbers): the
+    products in one call, then their columns added one at a time, where a reduction over the short
+    last axis costs more than the K − 1 additions."""
+    products = gamma * values
+    total = products[..., 0] + products[..., 1] if gamma.shape[-1] > 1 else products[..., 0].copy()
+    for k in range(2, gamma.shape[-1]):
+        np.add(total, products[..., k], out=total)
     return total
 
 
