@@ -61,7 +61,7 @@ class CategoricalChain(ExponentialFamily):
     def solve(self, nat):
         """(E[t(z)], H[q]) from one forward–backward: H = log Z − λ·E[t(z)]."""
         mean, log_z = self._solve(nat)
-        return mean, float(np.sum(log_z) - _potential(mean, np.asarray(nat, float)))
+        return mean, float(log_z.sum() - _potential(mean, np.asarray(nat, float)))
 
     # -- parameter maps -------------------------------------------------------------
     def natural(self, *, unary, pair) -> np.ndarray:

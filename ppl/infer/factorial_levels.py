@@ -52,7 +52,7 @@ def shift_levels(problem, state, factor, names) -> None:
         prior, p, total = _prior(problem, state, factor, name)
         q = state.families[name].params(state.natural[name])
         mean, precision = q["mean"], q["precision"]
-        g.append(float(np.sum(prior[..., 0] - p * mean)))
+        g.append(float((prior[..., 0] - p * mean).sum()))
         s.append(total)
         precisions.append(precision)
         means.append(mean)
@@ -73,5 +73,5 @@ def _prior(problem, state, factor, name) -> tuple:
     if kept is None or len(kept[0]) != len(messages) or any(a is not b for a, b in zip(kept[0], messages)):
         prior = sum(messages)
         p = state.families[name].params(prior)["precision"]
-        kept = factor.level_priors[name] = messages, (prior, p, float(np.sum(p)))
+        kept = factor.level_priors[name] = messages, (prior, p, float(p.sum()))
     return kept[1]

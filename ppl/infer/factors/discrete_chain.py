@@ -89,7 +89,7 @@ class ChainStart(_ChainFactor):
 
     def elbo(self, state) -> float:
         log_probs = np.reshape(self._expected_log_probs(state), (-1, self.k))[0]
-        return float(np.sum(dot_last(self._start_marginals(state), log_probs)))
+        return float(dot_last(self._start_marginals(state), log_probs).sum())
 
 
 class DiscreteTransition(_ChainFactor):
@@ -139,7 +139,7 @@ class DiscreteTransition(_ChainFactor):
         xi = self._total(state) if log_a.shape[0] == 1 else self._pairwise(state)  # one E[log A]: Σ_t ξ_t first
         if log_a.shape != xi.shape:  # (np.broadcast_to costs a dozen Python calls)
             log_a = np.broadcast_to(log_a, xi.shape)
-        return float(np.sum(dot_last(xi.reshape(len(xi), -1), log_a.reshape(len(xi), -1))))
+        return float(dot_last(xi.reshape(len(xi), -1), log_a.reshape(len(xi), -1)).sum())
 
 
 class Emission:

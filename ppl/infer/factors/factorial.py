@@ -144,7 +144,7 @@ class FactorialNormal:
         for m, (weight, chooser, k) in enumerate(self.components):
             key = version_key(state, (weight.name, chooser.name))
             if self._kept.get(m, (None,))[0] != key:
-                gamma = chooser.read(state)[..., 0, :k]
+                gamma = _marginals(state, chooser, k)
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
                 w1 = w[..., 0]
                 self._kept[m] = key, [gamma, w1, w[..., 1], _expected(gamma, w1), None]
@@ -178,7 +178,7 @@ class FactorialNormal:
         prec, logdet = self._prec(state)
         err = self._squared_error(state)[..., None]
         terms = 0.5 * logdet - 0.5 * LOG_2PI - 0.5 * prec * err
-        return float(np.sum(terms if terms.shape == err.shape else np.broadcast_to(terms, err.shape)))
+        return float((terms if terms.shape == err.shape else np.broadcast_to(terms, err.shape)).sum())
 
     def elbo_estimate(self, state) -> tuple[float, float]:
         return self.elbo(state), 0.0
@@ -205,6 +205,14 @@ class FactorialNormal:
                 np.multiply(-0.5 * prec, gamma, out=message[..., 1])
                 return _summed(weight, message)
         raise AssertionError(access.name)
+
+
+def _marginals(state, chooser, k: int) -> np.ndarray:
+    """γ (plate + (K,)) of the chain that `chooser` reads: a view of its moments when the plate
+    reads its rows in order (z[t] over t), no gather of its T (K + K²) moments; else the gather."""
+    if chooser.in_order[0]:
+        return state.moments(chooser.name)[:, :k].reshape(chooser.index.shape[:-1] + (k,))
+    return chooser.read(state)[..., 0, :k]
 
 
 def _summed(weight, message: np.ndarray) -> np.ndarray:
