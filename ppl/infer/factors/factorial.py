@@ -135,27 +135,29 @@ class FactorialNormal:
         return self._kept_prec[1]
 
     def _parts(self, state):
-        """y (T,), per chain: [γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,) or None until
-        `_spread` needs it], each chain's kept while its q(z_m) and q(W_m) are unchanged: a sweep
-        of M chains reads them 2M + 2 times (a message to each z_m and W_m, one to τ, and the ELBO
-        term), most often with one chain changed since; S only for τ's message and the ELBO."""
+        """(y (T,), per chain [γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,) or None until
+        `_squared_error` needs it], their version keys), each chain's kept while its q(z_m) and
+        q(W_m) are unchanged: a sweep of M chains reads them 2M + 2 times (a message to each z_m and
+        W_m, one to τ, and the ELBO term), most often with one chain changed since; S only for τ's
+        message and the ELBO."""
         y = self.target.read(state)[..., 0, 0]
-        parts = []
+        parts, keys = [], []
         for m, (weight, chooser, k) in enumerate(self.components):
             key = version_key(state, (weight.name, chooser.name))
-            if self._kept.get(m, (None,))[0] != key:
+            kept = self._kept.get(m)
+            if kept is None or kept[0] != key:
                 gamma = _marginals(state, chooser, k)
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
                 w1 = w[..., 0]
-                self._kept[m] = key, [gamma, w1, w[..., 1], _expected(gamma, w1), None]
-            parts.append(self._kept[m][1])
-        return y, parts
+                kept = self._kept[m] = key, [gamma, w1, w[..., 1], _expected(gamma, w1), None]
+            parts.append(kept[1])
+            keys.append(key)
+        return y, parts, tuple(keys)
 
     def _residual(self, state):
         """(y − c − Σ_m Ŵ_m, the chains' parts), the residual kept while no chain changed (y itself
         less the sum when c is 0: y − 0 is y, to the bit)."""
-        y, parts = self._parts(state)
-        keys = tuple(self._kept[m][0] for m in range(len(parts)))
+        y, parts, keys = self._parts(state)
         if self._kept_residual is None or self._kept_residual[0] != keys:
             others = functools.reduce(np.add, (p[3] for p in parts))
             self._kept_residual = keys, (y if self._no_offset else y - self.offset) - others, None
