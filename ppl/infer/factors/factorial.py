@@ -146,7 +146,8 @@ class FactorialNormal:
             key = version_key(state, (weight.name, chooser.name))
             kept = self._kept.get(m)
             if kept is None or kept[0] != key:
-                gamma = _marginals(state, chooser, k)
+                # γ kept when only q(W_m) changed (key: state, W_m's version, z_m's)
+                gamma = kept[1][0] if kept is not None and kept[0][::2] == key[::2] else _marginals(state, chooser, k)
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
                 w1 = w[..., 0]
                 kept = self._kept[m] = key, [gamma, w1, w[..., 1], _expected(gamma, w1), None]
@@ -210,10 +211,11 @@ class FactorialNormal:
 
 
 def _marginals(state, chooser, k: int) -> np.ndarray:
-    """γ (plate + (K,)) of the chain that `chooser` reads: a view of its moments when the plate
-    reads its rows in order (z[t] over t), no gather of its T (K + K²) moments; else the gather."""
+    """γ (plate + (K,)) of the chain that `chooser` reads: when the plate reads its rows in order
+    (z[t] over t), its moments' first K columns copied (contiguous: a product with a strided view
+    costs twice as much), no gather of its T (K + K²) moments; else the gather."""
     if chooser.in_order[0]:
-        return state.moments(chooser.name)[:, :k].reshape(chooser.index.shape[:-1] + (k,))
+        return np.array(state.moments(chooser.name)[:, :k]).reshape(chooser.index.shape[:-1] + (k,))
     return chooser.read(state)[..., 0, :k]
 
 
