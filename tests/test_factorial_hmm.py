@@ -85,9 +85,10 @@ def test_row_sums_are_numpys_to_the_bit(k):
 def test_kept_parts_give_a_fresh_runtimes_numbers_to_the_bit():
     """The runtime keeps E[τ], each chain's parts, the residual and the squared error for the q
     they came from; after sweeps that change one variable at a time its messages and ELBO term
-    equal those of a runtime built afresh, which keeps nothing yet. The chains' marginals read as a
-    view of their moments (`_marginals`) and the sum over the plate that replaces the weights'
-    scatter (`_summed`) give the general paths' numbers."""
+    equal those of a runtime built afresh, which keeps nothing yet. The chains' marginals copied
+    from their moments (`_marginals`), the evidence to a chain read in order left unscattered, and
+    the sum over the plate that replaces the weights' scatter (`_summed`) give the general paths'
+    numbers."""
     from ppl.infer.factors.factorial import _marginals, _summed
     problem, fresh = _problem(), _problem()
     state = initialise(problem, np.random.default_rng(2))
@@ -99,8 +100,10 @@ def test_kept_parts_give_a_fresh_runtimes_numbers_to_the_bit():
                 assert np.array_equal(kept.message(state, read), new.message(state, read)), read
                 new._kept, new._kept_prec, new._kept_residual = {}, None, None
             assert kept.elbo(state) == new.elbo(state)
-    for _, chooser, k in kept.components:  # z[t] over t: γ as a view of the moments, the gather's numbers
+    for _, chooser, k in kept.components:  # z[t] over t: γ copied from the moments, the gather's numbers,
         assert np.array_equal(_marginals(state, chooser, k), chooser.read(state)[..., 0, :k])
+        rows = kept.message(state, chooser.name)  # and the evidence as it is, the scatter's
+        assert np.array_equal(rows, chooser.scatter_rows(rows))
     rng = np.random.default_rng(3)
     for weight, _, k in kept.components:
         message = rng.normal(size=(300, k, 2)) * 10.0 ** rng.integers(-6, 6, size=(300, k, 2))

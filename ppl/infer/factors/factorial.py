@@ -201,8 +201,9 @@ class FactorialNormal:
         for (weight, chooser, _), (gamma, w1, w2, mean, _) in zip(self.components, parts):
             if access is chooser or access is weight:
                 own = (residual + mean)[..., None]  # y − r̂_m: the output less every other chain's
-                if access is chooser:
-                    return chooser.scatter_rows(prec * (w1 * own - 0.5 * w2))
+                if access is chooser:  # a new array, one row per element when z[t] is read over t in order
+                    rows = prec * (w1 * own - 0.5 * w2)
+                    return rows if chooser.in_order[0] else chooser.scatter_rows(rows)
                 message = np.empty(gamma.shape + (2,))
                 np.multiply(prec * gamma, own, out=message[..., 0])
                 np.multiply(-0.5 * prec, gamma, out=message[..., 1])
