@@ -135,7 +135,11 @@ class CategoricalChain(ExponentialFamily):
         return np.minimum(np.sum(cdf < qs_column(qs, cdf.ndim), axis=-1), self.k - 1)
 
     def valid(self, nat) -> np.ndarray:
+        """Per element: no NaN or +∞, and some state possible. Every λ finite: all, by one test of
+        the whole array (the row tests over a short last axis cost 15 µs at 300 rows)."""
         nat = np.asarray(nat, float)
+        if np.isfinite(nat).all():
+            return np.ones(nat.shape[:-1], dtype=bool)
         return ~np.any(np.isnan(nat) | (nat == np.inf), axis=-1) & np.any(np.isfinite(nat[:, : self.k]), axis=-1)
 
 
