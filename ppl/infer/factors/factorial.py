@@ -62,7 +62,7 @@ def _expected(gamma: np.ndarray, values: np.ndarray) -> np.ndarray:
     products in one call, then their columns added one at a time, where a reduction over the short
     last axis costs more than the K − 1 additions."""
     products = gamma * values
-    total = products[..., 0] + products[..., 1] if gamma.shape[-1] > 1 else products[..., 0].copy()
+    total = products[..., 0] + products[..., 1]  # K ≥ 2: a category's levels
     for k in range(2, gamma.shape[-1]):
         np.add(total, products[..., k], out=total)
     return total
