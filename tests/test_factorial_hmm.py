@@ -82,6 +82,34 @@ def test_row_sums_are_numpys_to_the_bit(k):
     assert np.array_equal(sum_in_order(x, -2), np.sum(x, axis=-2))
 
 
+def test_kept_parts_give_a_fresh_runtimes_numbers_to_the_bit():
+    """The runtime keeps E[τ], each chain's parts, the residual and the squared error for the q
+    they came from; after sweeps that change one variable at a time its messages and ELBO term
+    equal those of a runtime built afresh, which keeps nothing yet. The chains' marginals copied
+    from their moments (`_marginals`), the evidence to a chain read in order left unscattered, and
+    the sum over the plate that replaces the weights' scatter (`_summed`) give the general paths'
+    numbers."""
+    from ppl.infer.factors.factorial import _marginals, _summed
+    problem, fresh = _problem(), _problem()
+    state = initialise(problem, np.random.default_rng(2))
+    (kept,), (new,) = ([f for f in p.factors if hasattr(f, "choosers")] for p in (problem, fresh))
+    for _ in range(4):
+        for name in problem.order:
+            _update(problem, state, name, 1.0)
+            for read in ("tau", "w1", "w2", "z1", "z2"):
+                assert np.array_equal(kept.message(state, read), new.message(state, read)), read
+                new._kept, new._kept_prec, new._kept_residual = {}, None, None
+            assert kept.elbo(state) == new.elbo(state)
+    for _, chooser, k in kept.components:  # z[t] over t: γ copied from the moments, the gather's numbers,
+        assert np.array_equal(_marginals(state, chooser, k), chooser.read(state)[..., 0, :k])
+        rows = kept.message(state, chooser.name)  # and the evidence as it is, the scatter's
+        assert np.array_equal(rows, chooser.scatter_rows(rows))
+    rng = np.random.default_rng(3)
+    for weight, _, k in kept.components:
+        message = rng.normal(size=(300, k, 2)) * 10.0 ** rng.integers(-6, 6, size=(300, k, 2))
+        assert np.array_equal(_summed(weight, message), weight.scatter(message))
+
+
 def _factorised_sweep(problem, state, name, evidence):
     """One sequential pass of mean-field updates q(z_t) over t = 1..T with q(θ) and the other
     chain fixed: log q(z_t) = e_t + E[log π]·[t = 1] + γ_{t−1}ᵀE[log A] + E[log A]γ_{t+1}."""

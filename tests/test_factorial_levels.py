@@ -53,6 +53,22 @@ def test_the_ridge_step_is_the_maximiser_along_the_ridge():
     np.testing.assert_allclose(again.natural["w1"], state.natural["w1"], rtol=1e-10, atol=1e-10)
 
 
+def test_a_kept_prior_gives_the_step_of_a_fresh_one():
+    """The priors' sum and precisions are kept while their messages are the same arrays: a step
+    with them kept moves the levels exactly as one that sums them afresh."""
+    problem = _problem()
+    (factor, names), = problem.levels
+    state = plain_sweeps(problem, 10)
+    shift_levels(problem, state.copy(), factor, names)  # keeps the priors
+    assert set(factor.level_priors) == set(names)
+    kept, fresh = state.copy(), state.copy()
+    shift_levels(problem, kept, factor, names)
+    factor.level_priors.clear()
+    shift_levels(problem, fresh, factor, names)
+    for name in names:
+        assert np.array_equal(kept.natural[name], fresh.natural[name])
+
+
 def test_default_run_converges_to_the_tight_fixed_point():
     model = ppl.load(MODELS / "factorial_hmm.vim")
     default = model.infer(MODELS / "factorial_hmm.csv", seed=0)

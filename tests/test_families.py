@@ -504,6 +504,31 @@ def test_a_near_certain_category_keeps_the_sd_of_its_indicator():
     np.testing.assert_allclose(fam.sd(fam.natural(probs=p[1])), sd[1], rtol=1e-15)
 
 
+
+@pytest.mark.parametrize("k", [2, 3, 5, 8])
+def test_few_categories_sum_the_others_as_the_cumulative_sums_do(k):
+    """`indicator_sd` adds a few categories' columns one at a time: the numbers of the cumulative
+    sums (left and right) it takes for many, to the bit, on rows with zeros and near-certain ones."""
+    from ppl.families.categorical import _others, _others_by_columns
+    rng = np.random.default_rng(k)
+    p = rng.dirichlet(np.full(k, 0.3), size=(40, 3)) * 10.0 ** rng.integers(-3, 1, size=(40, 3, 1))
+    p[0, 0] = 0.0
+    p[1, 0, :2] = (1.0, 1e-17)
+    assert np.array_equal(_others_by_columns(p), _others(p))
+    assert np.array_equal(_others_by_columns(p[0]), _others(p[0]))  # one row of (k,) too
+
+
+def test_a_chain_is_valid_by_one_test_when_every_potential_is_finite():
+    """`CategoricalChain.valid` answers all-True from one test when λ is finite; with NaN, +∞ or a
+    row of −∞ unaries it gives the row tests' answers."""
+    from ppl.families import CategoricalChain
+    family = CategoricalChain(3, (4, 2))
+    nat = np.random.default_rng(0).normal(size=(6, 12))
+    assert family.valid(nat).tolist() == [True] * 6
+    nat[1, 5], nat[2, 0], nat[3, :3], nat[4, 4] = np.nan, np.inf, -np.inf, -np.inf
+    assert family.valid(nat).tolist() == [True, False, False, False, True, True]
+
+
 def test_binomial_trials_broadcast_and_validation():
     fam = Binomial(BIN_TRIALS)
     nat = fam.natural(p=np.full((1, 2), 0.3))

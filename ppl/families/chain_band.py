@@ -103,11 +103,11 @@ def _solve(local, weights, estimate, band):
         np.negative(band.steps, out=band.steps)
     if len(band.cut):
         band.steps[band.cut] = 0.0
-    x = np.zeros_like(local)
+    x = np.zeros(local.shape)  # (np.zeros_like costs a Python call more)
     x[band.firsts] = scaled.T[band.firsts]
     solve = _dtbsv()
     x = solve(2 * k - 1, band.band.T, x.reshape(-1), lower=1, diag=1, overwrite_x=1).reshape(-1, k)
-    y = np.zeros_like(local)
+    y = np.zeros(local.shape)
     y[band.lasts] = 1.0
     y = solve(2 * k - 1, band.band.T, y.reshape(-1), lower=1, trans=1, diag=1, overwrite_x=1).reshape(-1, k)
     return x, y, x @ band.ones

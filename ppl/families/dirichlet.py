@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import digamma, gammaln, logsumexp, polygamma
 
-from .base import ExponentialFamily, Marginal, dot_last, leading, require_count
+from .base import ExponentialFamily, Marginal, leading, require_count
 
 _MAX_ITER = 100
 _MAX_HALVINGS = 60
@@ -129,11 +129,14 @@ class Dirichlet(ExponentialFamily):
 
     def moments_and_entropy(self, nat) -> tuple:
         """(`to_mean`, `entropy`) from one α: the same operations as the two apart (E[log h] is 0,
-        and x − 0 is x), which a state needs both of each sweep."""
-        alpha = self.params(nat)["alpha"]
+        and x − 0 is x), which a state needs both of each sweep. λ·E[log x] without `dot_last`'s
+        guard: a finite λ makes no 0 · ∞, and a λ that is not gives NaN moments either way (the
+        guard's +0 for a −0 changes no sum)."""
+        nat = np.asarray(nat, float)
+        alpha = nat + 1.0
         total = alpha.sum(axis=-1, keepdims=True)
         mean = digamma(alpha) - digamma(total)
-        return mean, gammaln(alpha).sum(axis=-1) - gammaln(total[..., 0]) - dot_last(mean, np.asarray(nat, float))
+        return mean, gammaln(alpha).sum(axis=-1) - gammaln(total[..., 0]) - (mean * nat).sum(axis=-1)
 
     def to_natural(self, mean) -> np.ndarray:
         """Damped Newton solve (``solve_dirichlet``)."""

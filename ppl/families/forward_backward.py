@@ -248,7 +248,7 @@ def _normalised(mean: np.ndarray, chains: Chains) -> bool:
     below 1e-308 at one step, though later steps need it, or a b̂_t or e_t b̂_t past 1e308, breaks
     the identity (or leaves ∞ or NaN), and then the pass is redone in the log domain."""
     total = mean @ np.ones(mean.shape[1])
-    return bool(np.all(np.abs(total - chains.totals) <= NORMALISED))
+    return bool((np.abs(total - chains.totals) <= NORMALISED).all())
 
 
 def _consistent(mean: np.ndarray, k: int) -> bool:

@@ -49,13 +49,11 @@ def shift_levels(problem, state, factor, names) -> None:
     """Move q(W_1)..q(W_M) to the best point of the ridge (module docstring); precisions stay."""
     g, s, precisions, means = [], [], [], []
     for name in names:
-        prior = sum(f.message(state, name) for f in problem.neighbours[name] if f is not factor)
-        family = state.families[name]
-        q = family.params(state.natural[name])
+        prior, p, total = _prior(problem, state, factor, name)
+        q = state.families[name].params(state.natural[name])
         mean, precision = q["mean"], q["precision"]
-        p = family.params(prior)["precision"]
-        g.append(float(np.sum(prior[..., 0] - p * mean)))
-        s.append(float(np.sum(p)))
+        g.append(float((prior[..., 0] - p * mean).sum()))
+        s.append(total)
         precisions.append(precision)
         means.append(mean)
     g, s = np.array(g), np.array(s)
@@ -64,3 +62,16 @@ def shift_levels(problem, state, factor, names) -> None:
     shifts = (g - np.sum(g / s) / np.sum(1 / s)) / s
     for name, precision, mean, shift in zip(names, precisions, means, shifts):
         state.set(name, state.families[name].natural(mean=mean + shift, precision=precision))
+
+
+def _prior(problem, state, factor, name) -> tuple:
+    """(h, p) of the messages to W_m from its other factors, summed, its precisions p and Σ p: kept
+    (on the factor) while each message is the very array it was, as a prior with constant
+    parameters sends one read-only array every sweep."""
+    messages = tuple(f.message(state, name) for f in problem.neighbours[name] if f is not factor)
+    kept = factor.level_priors.get(name)
+    if kept is None or len(kept[0]) != len(messages) or any(a is not b for a, b in zip(kept[0], messages)):
+        prior = sum(messages)
+        p = state.families[name].params(prior)["precision"]
+        kept = factor.level_priors[name] = messages, (prior, p, float(p.sum()))
+    return kept[1]

@@ -72,7 +72,8 @@ class ChainStart(_ChainFactor):
 
     def __init__(self, factor, model, env, family):
         super().__init__(factor, model, env, family, 1)
-        self.rows = np.flatnonzero(family.starts())
+        rows = np.flatnonzero(family.starts())
+        self.rows = slice(rows[0], rows[0] + 1) if len(rows) == 1 else rows  # one sequence: a slice, a view
 
     def _start_marginals(self, state):
         return state.moments(self.chain)[self.rows, : self.k]
@@ -88,7 +89,7 @@ class ChainStart(_ChainFactor):
 
     def elbo(self, state) -> float:
         log_probs = np.reshape(self._expected_log_probs(state), (-1, self.k))[0]
-        return float(np.sum(dot_last(self._start_marginals(state), log_probs)))
+        return float(dot_last(self._start_marginals(state), log_probs).sum())
 
 
 class DiscreteTransition(_ChainFactor):
@@ -138,7 +139,7 @@ class DiscreteTransition(_ChainFactor):
         xi = self._total(state) if log_a.shape[0] == 1 else self._pairwise(state)  # one E[log A]: Σ_t ξ_t first
         if log_a.shape != xi.shape:  # (np.broadcast_to costs a dozen Python calls)
             log_a = np.broadcast_to(log_a, xi.shape)
-        return float(np.sum(dot_last(xi.reshape(len(xi), -1), log_a.reshape(len(xi), -1))))
+        return float(dot_last(xi.reshape(len(xi), -1), log_a.reshape(len(xi), -1)).sum())
 
 
 class Emission:

@@ -58,12 +58,13 @@ def is_factorial(factor, model) -> bool:
 
 
 def _expected(gamma: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Σ_k γ_k v_k over the last axis, added first to last (`rows.sum_in_order`'s numbers): one
-    column of the plate at a time, where a product of the whole (T, K) arrays broadcasts over K
-    entries at a time."""
-    total = gamma[..., 0] * values[..., 0]
-    for k in range(1, gamma.shape[-1]):
-        total = total + gamma[..., k] * values[..., k]
+    """Σ_k γ_k v_k over the last axis, added first to last (`rows.sum_in_order`'s numbers): the
+    products in one call, then their columns added one at a time, where a reduction over the short
+    last axis costs more than the K − 1 additions."""
+    products = gamma * values
+    total = products[..., 0] + products[..., 1]  # K ≥ 2: a category's levels
+    for k in range(2, gamma.shape[-1]):
+        np.add(total, products[..., k], out=total)
     return total
 
 
@@ -87,6 +88,9 @@ class FactorialNormal:
         self.reads: dict = {}
         self.components = []  # (read of W_m, read of z_m, K_m)
         self._kept = {}  # m -> (version key of q(W_m) and q(z_m), that chain's `_parts`)
+        self._kept_prec = None  # (version key of q(τ), (E[τ], E[log τ]))
+        self._kept_residual = None  # (the chains' keys, residual, squared error or None)
+        self.level_priors = {}  # W_m -> its other factors' messages and their sum (ppl.infer.factorial_levels)
         offset = []
         for term in _terms(inline(factor.args["mean"], model.definitions)):
             index = _selector(term, model)
@@ -121,37 +125,63 @@ class FactorialNormal:
     def data(self, expr) -> np.ndarray:
         return self.plate.over_components(expr)
 
-    # -- the expected outputs of the chains
+    # -- the expected outputs of the chains, each kept for the q it was computed from
+    def _prec(self, state):
+        """(E[τ], E[log τ]), kept while q(τ) is unchanged: every message and the ELBO term read it."""
+        access = self.precision.access
+        key = None if access is None else version_key(state, (access.name,))
+        if self._kept_prec is None or self._kept_prec[0] != key:
+            self._kept_prec = key, self.precision.expect(state)
+        return self._kept_prec[1]
+
     def _parts(self, state):
-        """y (T,), per chain: (γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,)), each chain's
-        kept while its q(z_m) and q(W_m) are unchanged: a sweep of M chains reads them 2M + 2 times
-        (a message to each z_m and W_m, one to τ, and the ELBO term), most often with one chain
-        changed since."""
+        """(y (T,), per chain [γ (T, K), E[W] (1, K), E[W²] (1, K), Ŵ (T,), S (T,) or None until
+        `_squared_error` needs it], their version keys), each chain's kept while its q(z_m) and
+        q(W_m) are unchanged: a sweep of M chains reads them 2M + 2 times (a message to each z_m and
+        W_m, one to τ, and the ELBO term), most often with one chain changed since; S only for τ's
+        message and the ELBO."""
         y = self.target.read(state)[..., 0, 0]
-        parts = []
+        parts, keys = [], []
         for m, (weight, chooser, k) in enumerate(self.components):
             key = version_key(state, (weight.name, chooser.name))
-            if self._kept.get(m, (None,))[0] != key:
-                gamma = chooser.read(state)[..., 0, :k]
+            kept = self._kept.get(m)
+            if kept is None or kept[0] != key:
+                # γ kept when only q(W_m) changed (key: state, W_m's version, z_m's)
+                gamma = kept[1][0] if kept is not None and kept[0][::2] == key[::2] else _marginals(state, chooser, k)
                 w = weight.read(state)  # plate + (K, 2): E[W_mk], E[W_mk²]
-                w1, w2 = w[..., 0], w[..., 1]
-                self._kept[m] = key, (gamma, w1, w2, _expected(gamma, w1), _expected(gamma, w2))
-            parts.append(self._kept[m][1])
-        return y, parts
+                w1 = w[..., 0]
+                kept = self._kept[m] = key, [gamma, w1, w[..., 1], _expected(gamma, w1), None]
+            parts.append(kept[1])
+            keys.append(key)
+        return y, parts, tuple(keys)
 
-    def _residual(self, y, parts):
-        """y − c − Σ_m Ŵ_m (y itself when c is 0: y − 0 is y, to the bit)."""
-        others = functools.reduce(np.add, (p[3] for p in parts))
-        return (y if self._no_offset else y - self.offset) - others
+    def _residual(self, state):
+        """(y − c − Σ_m Ŵ_m, the chains' parts), the residual kept while no chain changed (y itself
+        less the sum when c is 0: y − 0 is y, to the bit)."""
+        y, parts, keys = self._parts(state)
+        if self._kept_residual is None or self._kept_residual[0] != keys:
+            others = functools.reduce(np.add, (p[3] for p in parts))
+            self._kept_residual = keys, (y if self._no_offset else y - self.offset) - others, None
+        return self._kept_residual[1], parts
 
     def _squared_error(self, state):
-        y, parts = self._parts(state)
-        return self._residual(y, parts) ** 2 + sum(p[4] - p[3] ** 2 for p in parts)
+        """E[(y_t − μ_t)²] per row, kept with the residual (τ's message and the ELBO term read it at
+        the same q)."""
+        residual, parts = self._residual(state)
+        keys, _, error = self._kept_residual
+        if error is None:
+            for p in parts:
+                if p[4] is None:
+                    p[4] = _expected(p[0], p[2])
+            error = residual ** 2 + sum(p[4] - p[3] ** 2 for p in parts)
+            self._kept_residual = keys, residual, error
+        return error
 
     def elbo(self, state) -> float:
-        prec, logdet = self.precision.expect(state)
+        prec, logdet = self._prec(state)
         err = self._squared_error(state)[..., None]
-        return float(np.sum(np.broadcast_to(0.5 * logdet - 0.5 * LOG_2PI - 0.5 * prec * err, err.shape)))
+        terms = 0.5 * logdet - 0.5 * LOG_2PI - 0.5 * prec * err
+        return float((terms if terms.shape == err.shape else np.broadcast_to(terms, err.shape)).sum())
 
     def elbo_estimate(self, state) -> tuple[float, float]:
         return self.elbo(state), 0.0
@@ -164,18 +194,37 @@ class FactorialNormal:
         return total
 
     def _message(self, state, access):
-        prec = self.precision.expect(state)[0]  # plate + (1,)
         if access is self.precision.access:
             return access.scatter(self.precision.message(state, self._squared_error(state)[..., None]))
-        y, parts = self._parts(state)
-        residual = self._residual(y, parts)
+        prec = self._prec(state)[0]  # plate + (1,)
+        residual, parts = self._residual(state)
         for (weight, chooser, _), (gamma, w1, w2, mean, _) in zip(self.components, parts):
             if access is chooser or access is weight:
                 own = (residual + mean)[..., None]  # y − r̂_m: the output less every other chain's
-                if access is chooser:
-                    return chooser.scatter_rows(prec * (w1 * own - 0.5 * w2))
+                if access is chooser:  # a new array, one row per element when z[t] is read over t in order
+                    rows = prec * (w1 * own - 0.5 * w2)
+                    return rows if chooser.in_order[0] else chooser.scatter_rows(rows)
                 message = np.empty(gamma.shape + (2,))
                 np.multiply(prec * gamma, own, out=message[..., 0])
                 np.multiply(-0.5 * prec, gamma, out=message[..., 1])
-                return weight.scatter(message)
+                return _summed(weight, message)
         raise AssertionError(access.name)
+
+
+def _marginals(state, chooser, k: int) -> np.ndarray:
+    """γ (plate + (K,)) of the chain that `chooser` reads: when the plate reads its rows in order
+    (z[t] over t), its moments' first K columns copied (contiguous: a product with a strided view
+    costs twice as much), no gather of its T (K + K²) moments; else the gather."""
+    if chooser.in_order[0]:
+        return np.array(state.moments(chooser.name)[:, :k]).reshape(chooser.index.shape[:-1] + (k,))
+    return chooser.read(state)[..., 0, :k]
+
+
+def _summed(weight, message: np.ndarray) -> np.ndarray:
+    """`weight.scatter(message)`; for a plate-free read of W_1..W_K in order (W[z[t]]) the sum over
+    the plate's rows, which adds each W_k's terms in the rows' order as the bincount does: the same
+    numbers (tests/test_factorial_hmm.py), in one reduction where the scatter makes a bincount per
+    column."""
+    if weight.plate_free and weight.in_order[1] and message.shape[-2] == weight.size:
+        return message.reshape((-1,) + message.shape[-2:]).sum(axis=0)
+    return weight.scatter(message)
