@@ -81,7 +81,8 @@ class Squarem:
         if proposal is None:
             self.history = [x2]
             return
-        move_to(self, state, proposal, x2, _distance([(x2[n], x1[n]) for n in proposal]))
+        last = _distance([(x2[n], x1[n]) for n in proposal]) if self.residual else None  # only `worse` reads it
+        move_to(self, state, proposal, x2, last)
 
     def after_sweep(self, state, elbo: float) -> tuple[float, bool]:
         """(ELBO to record, whether the sweep is a new point); reverts a step that lowered L."""
