@@ -1,4 +1,5 @@
-"""Batch VMP on a cluster: the engine's sweep with the E-step where the data are.
+"""Batch VMP on a cluster: the engine's loop (`engine._run_once`) with the sweep's E-step where the
+data are (`OnPartitions`, the engine's `InProcess` answered by rounds).
 
 A sweep is the engine's `batch_sweep`: every global once by the update equation (ρ = 1), then
 every local. The globals' messages from the data are sums over groups, so each partition sends
@@ -23,8 +24,6 @@ with every local refitted. Anderson's vectors would hold every local: refused (E
 
 from __future__ import annotations
 
-import time
-import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -96,100 +95,97 @@ def _refuse_blocks(problem) -> None:
                                   "global variables runs on a cluster)")
 
 
-def run_batch(problem, options, rng, progress, start, cluster):
-    """`engine.Run` of batch VMP over `cluster`'s partitions (a `ClusterSource`)."""
-    _refuse_blocks(problem)
-    from ppl.infer.convergence import Monitor
-    from ppl.infer.engine import ElboDecreaseWarning, Run, _damp, timed_out
-    plan = plan_for(problem.model, problem.scopes, problem.latent, problem.schedule.span, problem.analysis.chains)
-    data = data_factors(problem, plan)
-    order = waves(problem, plan, data)
-    first = order[0] if order else []
-    globals_ = start_globals(problem, rng, cluster, START_GROUPS) if plan.locals else {}  # none: `initialise`'s
-    state = initialise(problem, rng)
-    if problem.schedule.init == "random":  # as the engine's `random_start`, after its initial state
-        globals_.update(random_globals(problem, plan.globals, rng))
-    for name, natural in globals_.items():
-        state.set(name, natural.copy())
-    cluster.open_run(problem.analysis, problem.schedule, int(rng.integers(2 ** 62)))
-    notes, shrink, trace, trace_se = list(problem.notes), {}, [], []
-    accel = _accelerator(problem, options, plan)
-    monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
-    converged = interrupted = False
-    rebuilt, iteration = 0, 0
+class OnPartitions:
+    """Where a batch run's sweeps take place on a cluster (`engine.InProcess`'s questions, answered
+    by rounds): the client holds the globals, each partition its locals; the engine's loop does the
+    rest (damping, the decrease check, SQUAREM, the stopping rule, progress, the time limit)."""
 
-    def local_change():  # the locals' largest mean change, from the partitions
-        return cluster.round(worker.change_task, _globals(state, plan)).change
-    try:
-        reply = cluster.round(worker.start_task, _globals(state, plan), first)
-        elbo = global_terms(problem, state, plan, data)[0] + reply.elbo
-        for iteration in range(1, options.max_iter + 1):
-            def step(name):
-                return options.damping * problem.step(name, iteration) * shrink.get(name, 1.0)
-            plain = reply  # the first wave's messages at the plain point, where a rejected step returns
-            if accel is not None:
-                accel.before_sweep(state)
-                if accel.fallback is not None:  # the globals moved: the partitions refit their locals there
-                    reply = cluster.round(worker.refit_task, _globals(state, plan), first)
-                    rebuilt += reply.rebuilt
-            for k, wave in enumerate(order):
-                if k:
-                    reply = cluster.round(worker.messages_task, _globals(state, plan), wave)
-                    rebuilt += reply.rebuilt
-                for name in wave:
-                    update(problem, state, name, step(name), received=(data, reply.messages[name]))
-                    shift_after_update(problem, state, name)
-            steps = {n: step(n) for n in plan.locals}
-            reply = cluster.round(worker.estep_task, _globals(state, plan), steps, first)
-            rebuilt += reply.rebuilt
-            value, se2 = global_terms(problem, state, plan, data)
-            new, se = value + reply.elbo, float(np.sqrt(se2 + reply.se2))
-            if not np.isfinite(new) and (accel is None or accel.fallback is None):
-                factor = next((f for f in problem.factors if f.name == reply.bad), None)
-                raise Unsupported(f"the ELBO is not finite{f' at `{reply.bad}`' if reply.bad else ''}: the model and "
-                                  "data give a degenerate posterior", factor.factor.span if factor else None)
-            informative = True
-            if accel is not None:  # an extrapolated step gone wrong (not finite) is rejected too
-                new, informative = accel.after_sweep(state, new if np.isfinite(new) else -np.inf)
-                if not informative:  # back at the plain point: its messages, and its locals on the partitions
-                    reply = plain
-                    if plan.locals:
-                        rebuilt += cluster.round(worker.restore_task, _globals(state, plan)).rebuilt
-            if se == 0.0 and new < elbo - 1e-9 * max(1.0, abs(elbo)):
-                if problem.damped:
-                    notes.extend(_damp(problem, shrink, iteration))
-                elif problem.pure_vmp and options.damping == 1.0:
-                    warnings.warn(f"ELBO decreased by {elbo - new:.3g} in sweep {iteration}", ElboDecreaseWarning,
-                                  stacklevel=2)
-            trace.append(new)
-            trace_se.append(se)
-            if progress is not None:
-                try:
-                    progress(iteration, new)
-                except KeyboardInterrupt:  # at a sweep's end: the globals are a whole sweep's
-                    interrupted = True
-                    notes.append(f"interrupted after sweep {iteration}, not converged")
-                    break
-            elbo = new
-            out_of_time = options.time_limit is not None and time.perf_counter() - start > options.time_limit
-            if monitor.done(trace, state, informative, local=local_change, last=out_of_time or iteration == options.max_iter):
-                converged = True
-                break
-            if out_of_time:
-                notes.append(timed_out(monitor.report, options, iteration))
-                break
-        convergence = monitor.finish(state if interrupted else None)
-    finally:
-        cluster.close_run()
-    for name in plan.locals:  # the locals of the client's few groups are not the posterior's
-        state.natural.pop(name, None)
-    notes.append(f"cluster: batch VMP over {cluster.partitions} partitions of {cluster.groups} groups of "
-                 f"{plan.group_dim}, E-steps where the partitions are; the posterior holds the globals only"
-                 + (f"; {rebuilt} partition state(s) rebuilt from the data and the globals after a lost worker"
-                    if rebuilt else ""))
-    return Run(state, trace, {}, converged, iteration, time.perf_counter() - start, warnings=notes,
-               elbo=trace[-1] if trace else elbo, trace_se=trace_se, convergence=convergence,
-               interrupted=interrupted, sampled=True)
+    whole = False  # the client binds a few groups: no replay of a decrease, no per-sweep terms, no diagnostics
+
+    def __init__(self, problem, cluster):
+        _refuse_blocks(problem)
+        self.problem, self.cluster = problem, cluster
+        self.plan = plan_for(problem.model, problem.scopes, problem.latent, problem.schedule.span,
+                             problem.analysis.chains)
+        self.data = data_factors(problem, self.plan)
+        self.order = waves(problem, self.plan, self.data)
+        self.first = self.order[0] if self.order else []
+        self.state = self.reply = self.plain = None
+        self.rebuilt, self.opened = 0, False
+
+    def start(self, options, rng) -> tuple:
+        """The globals from a sample's fit (or, with no locals, where one process starts), each
+        partition's locals from them; (the state, the ELBO)."""
+        problem, plan = self.problem, self.plan
+        globals_ = start_globals(problem, rng, self.cluster, START_GROUPS) if plan.locals else {}  # none: `initialise`'s
+        state = self.state = initialise(problem, rng)
+        if problem.schedule.init == "random":  # as the engine's `random_start`, after its initial state
+            globals_.update(random_globals(problem, plan.globals, rng))
+        for name, natural in globals_.items():
+            state.set(name, natural.copy())
+        self.cluster.open_run(problem.analysis, problem.schedule, int(rng.integers(2 ** 62)))
+        self.opened = True
+        self.reply = self.cluster.round(worker.start_task, _globals(state, plan), self.first)  # every partition bound
+        return state, global_terms(problem, state, plan, self.data)[0] + self.reply.elbo
+
+    def accelerator(self, options):
+        return _accelerator(self.problem, options, self.plan)
+
+    def sweep(self, state, step) -> tuple:
+        """The globals wave by wave from the partitions' summed messages, then every partition's
+        E-step; (the ELBO, its standard error)."""
+        problem, plan = self.problem, self.plan
+        for k, wave in enumerate(self.order):
+            if k:
+                self.reply = self._round(worker.messages_task, wave)
+            for name in wave:
+                update(problem, state, name, step(name), received=(self.data, self.reply.messages[name]))
+                shift_after_update(problem, state, name)
+        self.reply = self._round(worker.estep_task, {n: step(n) for n in plan.locals}, self.first)
+        value, se2 = global_terms(problem, state, plan, self.data)
+        return value + self.reply.elbo, float(np.sqrt(se2 + self.reply.se2))
+
+    def moved(self, state) -> None:
+        """The partitions refit their locals at the extrapolated globals (module docstring)."""
+        self.plain = self.reply  # the first wave's messages at the plain point, where a rejected step returns
+        self.reply = self._round(worker.refit_task, self.first)
+
+    def rejected(self, state) -> None:
+        """Back at the plain point: its messages, and each partition's locals."""
+        self.reply = self.plain
+        if self.plan.locals:
+            self._round(worker.restore_task)
+
+    def local_change(self) -> tuple:
+        """The locals' largest mean change, from the partitions."""
+        return self.cluster.round(worker.change_task, _globals(self.state, self.plan)).change
+
+    def not_finite(self, state) -> Exception:
+        bad = self.reply.bad
+        factor = next((f for f in self.problem.factors if f.name == bad), None)
+        return Unsupported(f"the ELBO is not finite{f' at `{bad}`' if bad else ''}: the model and data give a "
+                           "degenerate posterior", factor.factor.span if factor else None)
+
+    def finish(self, state, trace: list, trace_se: list, notes: list) -> tuple:
+        """(the last ELBO, no terms: they are summed where the partitions are); the locals of the
+        client's few groups are not the posterior's."""
+        for name in self.plan.locals:
+            state.natural.pop(name, None)
+        notes.append(f"cluster: batch VMP over {self.cluster.partitions} partitions of {self.cluster.groups} groups "
+                     f"of {self.plan.group_dim}, E-steps where the partitions are; the posterior holds the globals only"
+                     + (f"; {self.rebuilt} partition state(s) rebuilt from the data and the globals after a lost "
+                        "worker" if self.rebuilt else ""))
+        return trace[-1], {}
+
+    def close(self) -> None:
+        if self.opened:
+            self.cluster.close_run()
+
+    def _round(self, task, *args):
+        """One round of `task` at the current globals; counts the partitions it rebuilt."""
+        reply = self.cluster.round(task, _globals(self.state, self.plan), *args)
+        self.rebuilt += reply.rebuilt
+        return reply
 
 
 def _accelerator(problem, options, plan):

@@ -5,7 +5,9 @@
 swept in a fixed order (global variables in dependency order, then local ones), with the exact
 ELBO after every sweep, a stop at the fixed point (ppl.infer.convergence), SQUAREM steps where
 coordinate ascent crawls (ppl.infer.accelerate), restarts keeping the best bound, and a replay
-that names the update behind any decrease (the VI chapter's debugging check).
+that names the update behind any decrease (the VI chapter's debugging check). One loop serves
+every batch run: where its sweeps take place is a choice (`InProcess`, or a cluster's partitions,
+ppl.cluster.batch.OnPartitions), not another engine.
 """
 
 from __future__ import annotations
@@ -116,13 +118,13 @@ def run(problem: Problem, options: Options, progress=None, source=None, initial=
     seeds = np.random.SeedSequence(options.seed).spawn(options.restarts)
     best = None
     start = time.perf_counter()
-    once = partial(_run_once, initial=initial)
+    once = partial(_run_once, where=partial(InProcess, initial=initial))
     if problem.schedule.stochastic:
         from ppl.infer.schedule.svi import run_svi
         once = partial(run_svi, source=cluster or source)
     elif cluster is not None:
-        from ppl.cluster.batch import run_batch
-        once = partial(run_batch, cluster=cluster)
+        from ppl.cluster.batch import OnPartitions
+        once = partial(_run_once, where=partial(OnPartitions, cluster=cluster))
     for restart, seed in enumerate(seeds):
         result = once(problem, options, np.random.default_rng(seed), progress, start)
         result.restart = restart
@@ -134,43 +136,104 @@ def run(problem: Problem, options: Options, progress=None, source=None, initial=
     return best
 
 
-def _run_once(problem: Problem, options: Options, rng, progress, start, initial=None) -> Run:
-    if hasattr(problem.kernel, "release"):  # a fused sweep's buffers of an earlier run (ppl.infer.fused_mixture)
-        problem.kernel.release()
-    state = (initial or initialise)(problem, rng)
-    state.rng = rng
-    state.noise = ESTIMATE_NOISE * options.tol
-    if problem.schedule.init == "random":
-        random_start(problem, state, rng)
+class InProcess:
+    """Where a batch run's sweeps take place: this process, on all the data. `_run_once`'s loop
+    asks it for the start, each sweep and its ELBO, and to follow an accelerator's move or
+    rejection; a cluster's partitions answer the same questions (ppl.cluster.batch.OnPartitions),
+    so that both runs share one loop: damping, the decrease check, SQUAREM, the stopping rule."""
+
+    whole = True  # the state holds every variable on all the data: a decrease can be replayed
+    local_change = None  # the monitor's mean change of variables held elsewhere: none
+
+    def __init__(self, problem: Problem, initial=None):
+        self.problem, self.initial = problem, initial
+
+    def start(self, options: Options, rng) -> tuple:
+        """(the starting state, its ELBO)."""
+        problem = self.problem
+        if hasattr(problem.kernel, "release"):  # a fused sweep's buffers of an earlier run (ppl.infer.fused_mixture)
+            problem.kernel.release()
+        state = (self.initial or initialise)(problem, rng)
+        state.rng = rng
+        state.noise = ESTIMATE_NOISE * options.tol
+        if problem.schedule.init == "random":
+            random_start(problem, state, rng)
+        return state, _initial_elbo(problem, state)
+
+    def accelerator(self, options: Options):
+        return accelerator(self.problem, options.accelerate)
+
+    def sweep(self, state, step) -> tuple:
+        """One sweep; (its ELBO or estimate, that estimate's standard error)."""
+        batch_sweep(self.problem, state, step)
+        return self.problem.elbo_estimate(state)
+
+    def moved(self, state) -> None:
+        """The accelerator put the state at an extrapolated point (its locals refitted here)."""
+
+    def rejected(self, state) -> None:
+        """The accelerator put the state back at the plain point."""
+
+    def not_finite(self, state) -> Exception:
+        return self.problem.not_finite(state)
+
+    def finish(self, state, trace: list, trace_se: list, notes: list) -> tuple:
+        """(the exact ELBO, its terms by factor) at the end of the run."""
+        problem = self.problem
+        _settle(problem, state)
+        exact = trace[-1] if not any(trace_se) else problem.elbo(state)
+        if any(trace_se):
+            notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
+                         f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
+        return exact, problem.elbo_terms(state)
+
+    def close(self) -> None:
+        """Release what the run holds (a cluster's partition states)."""
+
+
+def _run_once(problem: Problem, options: Options, rng, progress, start, where=InProcess) -> Run:
+    place = where(problem)
+    try:
+        return _sweeps(problem, options, rng, progress, start, place)
+    finally:
+        place.close()
+
+
+def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> Run:
+    state, elbo = place.start(options, rng)
     restarted = problem.schedule.restarted  # locals refitted from the prior: not coordinate ascent
     trace, trace_se, converged, notes, shrink, terms = [], [], False, list(problem.notes) + state.notes, {}, []
     interrupted = False
-    elbo = _initial_elbo(problem, state)
-    accel = accelerator(problem, options.accelerate) if options.damping == 1.0 and not restarted else None
+    accel = place.accelerator(options) if options.damping == 1.0 and not restarted else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration, residuals = 0, _Residuals(problem)
     for iteration in range(1, options.max_iter + 1):
-        before = dict(state.natural) if problem.pure_vmp else None  # λ arrays are replaced, never written
+        before = dict(state.natural) if problem.pure_vmp and place.whole else None  # λ arrays are replaced, never written
         if accel is not None:  # after `before`: a decrease is replayed from the last recorded point
             accel.before_sweep(state)
-        batch_sweep(problem, state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
-        new, se = problem.elbo_estimate(state)
+            if accel.fallback is not None:
+                place.moved(state)
+        new, se = place.sweep(state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
         if not math.isfinite(new):
             if accel is None or accel.fallback is None:
-                raise problem.not_finite(state)
+                raise place.not_finite(state)
             new = -np.inf  # an extrapolated step gone wrong: after_sweep reverts it
         informative = True
         if accel is not None:
             new, informative = accel.after_sweep(state, new)
+            if not informative:
+                place.rejected(state)
         fell = se == 0.0 and new < elbo and new < elbo - 1e-9 * max(1.0, abs(elbo))
         oscillates = residuals.grew(state, informative and not (accel is not None and accel.extrapolated))
-        if fell and problem.pure_vmp and options.damping == 1.0 and not restarted:
+        if fell and problem.pure_vmp and options.damping == 1.0 and not restarted and place.whole:
             _explain_decrease(problem, state.copy(before), elbo, options.damping)
+        elif fell and problem.pure_vmp and options.damping == 1.0 and not restarted:  # no replay where the data are
+            warnings.warn(f"ELBO decreased by {elbo - new:.3g} in sweep {iteration}", ElboDecreaseWarning, stacklevel=3)
         elif fell and problem.damped and oscillates:
             notes.extend(_damp(problem, shrink, iteration))
         trace.append(new)
         trace_se.append(se)
-        if options.record_terms:
+        if options.record_terms and place.whole:
             _settle(problem, state)
             terms.append(problem.elbo_terms(state))
         if progress is not None:
@@ -186,20 +249,18 @@ def _run_once(problem: Problem, options: Options, rng, progress, start, initial=
             monitor.report = Convergence("fixed point", elbo_change=0.0, elbo_gap=0.0, mean_change=0.0)
             converged = True
             break
-        if monitor.done(trace, state, informative, trace_se, last=out_of_time or iteration == options.max_iter):
+        if monitor.done(trace, state, informative, trace_se, local=place.local_change,
+                        last=out_of_time or iteration == options.max_iter):
             converged = True
             break
         if out_of_time:
             notes.append(timed_out(monitor.report, options, iteration))
             break
-    _settle(problem, state)
-    exact = trace[-1] if not any(trace_se) else problem.elbo(state)
-    if any(trace_se):
-        notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
-                     f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")
-    return Run(state, trace, problem.elbo_terms(state), converged, iteration, time.perf_counter() - start,
+    exact, elbo_terms = place.finish(state, trace, trace_se, notes)
+    return Run(state, trace, elbo_terms, converged, iteration, time.perf_counter() - start,
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
-               convergence=monitor.finish(state if interrupted else None), interrupted=interrupted)
+               convergence=monitor.finish(state if interrupted else None), interrupted=interrupted,
+               sampled=not place.whole)
 
 
 def timed_out(report: Convergence, options: Options, iteration: int, unit: str = "sweep") -> str:
