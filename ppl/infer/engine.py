@@ -295,7 +295,7 @@ def _damp(problem: Problem, shrink: dict, iteration: int) -> list[str]:
         return []
     note = (f"sweep {iteration}: the objective fell; the step of {', '.join(f'`{n}`' for n in damped)} "
             f"is now {shrink[damped[0]]:g}")
-    warnings.warn(note, DampingWarning, stacklevel=3)
+    warnings.warn(note, DampingWarning, stacklevel=4)
     return [note]
 
 
@@ -332,7 +332,7 @@ def _explain_decrease(problem: Problem, snapshot, before: float, damping: float)
         if value < previous - 1e-9 * max(1.0, abs(previous)):
             warnings.warn(f"ELBO decreased by {previous - value:.3g} after updating `{name}` "
                           f"(factors: {', '.join(f.name for f in problem.neighbours[name])})",
-                          ElboDecreaseWarning, stacklevel=3)
+                          ElboDecreaseWarning, stacklevel=4)
             return
         previous = value
 
