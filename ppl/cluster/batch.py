@@ -129,7 +129,12 @@ class OnPartitions:
         return state, global_terms(problem, state, plan, self.data)[0] + self.reply.elbo
 
     def accelerator(self, options):
-        return _accelerator(self.problem, options, self.plan)
+        """SQUAREM on the globals (module docstring); Anderson's step would extrapolate every local."""
+        if options.accelerate == "anderson":
+            raise OptionError("E369", "Anderson acceleration (--accelerator anderson) on a cluster: its step "
+                                      "extrapolates every local, and the locals are in the partitions",
+                              hint="use SQUAREM (the default)")
+        return accelerator(self.problem, options.accelerate, names=list(self.plan.globals), refit=False)
 
     def sweep(self, state, step) -> tuple:
         """The globals wave by wave from the partitions' summed messages, then every partition's
@@ -186,16 +191,6 @@ class OnPartitions:
         reply = self.cluster.round(task, _globals(self.state, self.plan), *args)
         self.rebuilt += reply.rebuilt
         return reply
-
-
-def _accelerator(problem, options, plan):
-    """SQUAREM on the globals (module docstring), as the engine chooses it (`accelerator`), or None."""
-    if options.accelerate == "anderson":
-        raise OptionError("E369", "Anderson acceleration (--accelerator anderson) on a cluster: its step extrapolates every local, "
-                                  "and the locals are in the partitions", hint="use SQUAREM (the default)")
-    if options.damping != 1.0 or problem.schedule.restarted:
-        return None
-    return accelerator(problem, options.accelerate, names=list(plan.globals), refit=False)
 
 
 def _globals(state, plan) -> dict:
