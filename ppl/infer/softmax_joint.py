@@ -14,9 +14,8 @@ integral), η = m + Lε with L a factor of C.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp, softmax
 
-from ppl.infer.softmax_moments import BLOCK, averages, fixed_points, semidefinite_cholesky
+from ppl.infer.softmax_moments import averages, fixed_point_averages, semidefinite_cholesky
 
 
 def joint_averages(m: np.ndarray, cov: np.ndarray):
@@ -43,16 +42,9 @@ def _from_diagonal(d: np.ndarray) -> np.ndarray:
 
 
 def _sampled(m: np.ndarray, chol: np.ndarray):
-    """The three averages over the fixed points η = m + Lε, a block of rows at a time."""
-    along, weights = fixed_points(m.shape[-1])
-    rows = max(1, BLOCK // along.size)
-    k = m.shape[-1]
-    lse, p1, curvature = np.empty(len(m)), np.empty((len(m), k)), np.empty((len(m), k, k))
-    for lo in range(0, len(m), rows):
-        at = slice(lo, lo + rows)
-        eta = m[at, :, None] + chol[at] @ along  # (r, K, S)
-        lse[at] = logsumexp(eta, axis=1) @ weights
-        p = softmax(eta, axis=1)
-        p1[at] = p @ weights
-        curvature[at] = p1[at][:, :, None] * np.eye(k) - np.einsum("rks,rls,s->rkl", p, p, weights)
-    return lse, p1, curvature
+    """The three averages over the fixed points η = m + Lε (`softmax_moments`' log-domain average,
+    with the pairs E[p pᵀ])."""
+    rows, k = m.shape
+    lse, p1, p2, pairs = np.empty(rows), np.empty((rows, k)), np.empty((rows, k)), np.empty((rows, k, k))
+    fixed_point_averages(m, chol, np.arange(rows), lse, p1, p2, pairs)
+    return lse, p1, p1[:, :, None] * np.eye(k) - pairs

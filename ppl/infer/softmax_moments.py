@@ -66,7 +66,7 @@ def averages(m, v, derivatives: bool = True, cov=None):
         if wide.any():
             at = np.flatnonzero(wide)
             scale = np.sqrt(flat_v[at]) if flat_c is None else semidefinite_cholesky(flat_c[at])
-            _sampled(flat_m[at], scale, at, lse, p1, p2)
+            fixed_point_averages(flat_m[at], scale, at, lse, p1, p2)
     if not derivatives:
         return lse.reshape(lead), None, None
     return lse.reshape(lead), p1.reshape(m.shape), p2.reshape(m.shape)
@@ -223,10 +223,11 @@ def fixed_points(k: int):
 _DRAWS: dict = {}
 
 
-def _sampled(m, scale, at, lse, p1, p2):
+def fixed_point_averages(m, scale, at, lse, p1, p2, pairs=None):
     """Fill rows `at` by the log-domain average over the fixed points η = m + √v ε (`scale` √v,
     rows × K) or η = m + Lε (`scale` a factor L of the margins' covariance, rows × K × K), a
-    block of rows at a time in buffers made once per call."""
+    block of rows at a time in buffers made once per call; `pairs` (rows × K × K), when given,
+    with E[p pᵀ] (a Gaussian block's joint site: ppl.infer.softmax_joint)."""
     along, weights = fixed_points(m.shape[-1])
     rows = max(1, BLOCK // along.size)
     eta, scratch = np.empty((2, min(rows, len(m))) + along.shape)
@@ -247,6 +248,8 @@ def _sampled(m, scale, at, lse, p1, p2):
         if p1 is not None:
             e /= z[:, None, :]  # p at every draw
             p1[where] = e @ weights
+            if pairs is not None:
+                pairs[where] = np.einsum("rks,rls,s->rkl", e, e, weights)
             q = np.subtract(1.0, e, out=scratch[:r])
             q *= e
             p2[where] = q @ weights
