@@ -81,7 +81,8 @@ SWEEPS_TEXT = [
     "after 4 sweeps on the ELBO alone. ppl needs 7 because of the mean test: the plain run's largest mean",
     "changes after sweeps 4-7 are 1.2e-3, 1.8e-5, 1.03e-5 and 4.9e-8 sd, the sixth missing 1e-5 by 3%.",
     "With SQUAREM off ppl's trace equals the floor's to 1e-13 nats at every sweep; SQUAREM's step from",
-    "sweeps 1-3 (α = −0.89) costs one sweep on the way to the floor's final ELBO (5 sweeps against 4)."]
+    "sweeps 1-3 (α = −0.89) costs one sweep on the way to the floor's final ELBO (5 sweeps against 4).",
+    "How the ratio falls as N and D grow and the set-up's share shrinks: \"Logistic regression, D > N: against N and D\" (`benchmarks/logistic_wide.py`)."]
 RULES = {"ncvmp": "ncvmp", "jaakkola": "bound:jaakkola", "cvi": "cvi"}
 REACH = 0.1  # nats below ppl ncvmp's ELBO that count as reaching it
 
