@@ -56,6 +56,13 @@ def write_section(text: str, title: str, path: Path) -> None:
     path.write_text("".join(lines[:start]) + text + ("\n" + after if after else ""), encoding="utf-8")
 
 
+def rotated(items: list, round_: int) -> list:
+    """`items` started at position `round_` (wrapping): interleaved rounds that rotate who runs
+    first, so that no contender always meets the machine's state after the same other one."""
+    k = round_ % len(items)
+    return items[k:] + items[:k]
+
+
 def publish(sections: list, path: Path, write: bool = True) -> None:
     """Print each (text, title) section and, when `write`, replace it in `path`."""
     for text, title in sections:

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, reach_text, write_section  # noqa: E402  (before numpy: one BLAS thread)
+from benchmarks._report import machine, reach_text, rotated, write_section  # noqa: E402  (before numpy: one BLAS thread)
 
 import numpy as np  # noqa: E402
 from scipy.special import expit  # noqa: E402
@@ -159,7 +159,7 @@ def measure(name, n, d, repeat: int, budget: float, with_peers: bool = True):
     best: dict = {}
     for round_ in range(repeat):
         labels = list(runs)
-        labels = labels[round_ % len(labels):] + labels[:round_ % len(labels)]
+        labels = rotated(labels, round_)
         for label in labels:
             result = runs[label]()
             if label not in best or result["cpu"] < best[label]["cpu"]:

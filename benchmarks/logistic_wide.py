@@ -4,7 +4,7 @@ that the floors, written for this one model, do not pay) is seen apart from the 
 
 Sizes: N = 31, D = 2000 (benchmarks/logistic.py's table: half of the colon-cancer rows), N = 62
 (all of them), and N = 100 and 300 at D = 10000 (arcene-shaped). Contenders, in interleaved rounds,
-each timed by its least CPU time over the calls that fill 50 ms (benchmarks/logistic_sweeps.cpu):
+each keeping its call with the least CPU time among those that fill 50 ms (benchmarks/logistic.clocked):
 the floor of benchmarks/logistic_floor.py stopped when a sweep moves its ELBO by at most 1e-6 nats,
 the same floor stopped by ppl's rule (the ELBO within 1e-6 nats of its fixed point and no mean
 moving by more than 1e-5 sd), and ppl with its defaults. No D × D matrix is formed by anyone.
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, publish  # noqa: E402  (sets one BLAS thread)
+from benchmarks._report import machine, publish, rotated  # noqa: E402  (sets one BLAS thread)
 
 TITLE = "## Logistic regression, D > N: against N and D"
 SIZES = ((31, 2000), (62, 2000), (100, 10000), (300, 10000))
@@ -54,11 +54,10 @@ def contenders(train, rule: str, floor_rule: str) -> dict:
 
 
 def measure(rounds: int) -> list[dict]:
-    """One row per size and rule: each contender's least CPU seconds, sweeps and final ELBO."""
+    """One row per size and rule: each contender's least CPU seconds and that call's (sweeps, final ELBO)."""
     import warnings
 
-    from benchmarks.logistic import make_data
-    from benchmarks.logistic_sweeps import cpu
+    from benchmarks.logistic import clocked, make_data
     warnings.simplefilter("ignore")
     rows = []
     for n, d in SIZES:
@@ -67,12 +66,11 @@ def measure(rounds: int) -> list[dict]:
             runs = contenders(train, rule, floor_rule)
             row = {"n": n, "d": d, "rule": rule}
             for round_ in range(rounds):
-                labels = list(runs)
-                for label in labels[round_ % len(labels):] + labels[:round_ % len(labels)]:
-                    seconds = cpu(runs[label])
-                    row[label] = min(row.get(label, seconds), seconds)
-            row["results"] = [runs[label]() for label in (FLOOR, RULED, PPL)]
-            print(f"N={n}, D={d}, {rule}: " + ", ".join(f"{label} {row[label] * 1e3:.3f} ms" for label in runs),
+                for label in rotated(list(runs), round_):
+                    result, _, seconds = clocked(runs[label])
+                    if seconds < row.get(label, (None, float("inf")))[1]:
+                        row[label] = (result, seconds)
+            print(f"N={n}, D={d}, {rule}: " + ", ".join(f"{label} {row[label][1] * 1e3:.3f} ms" for label in runs),
                   flush=True)
             rows.append(row)
     return rows
@@ -86,21 +84,22 @@ def report(rows: list, rounds: int) -> str:
              "(the ELBO within 1e-6 nats of its fixed point, and no mean moving by more than 1e-5 sd) it takes the "
              "sweeps that confirm the means, as ppl does. The whole fit includes each one's set-up: for the floor "
              "XXᵀ, for ppl binding the data, building the factor graph, the first ELBO and the posterior, about "
-             "0.5 ms more than the floor's (the second table of \"Logistic regression\" splits it from the sweeps). ΔELBO: ppl's final ELBO "
-             "less the floor's.", "",
+             "0.5 ms more than the floor's (the second table of \"Logistic regression\" splits it from the sweeps). "
+             "ΔELBO: ppl's final ELBO less the floor's.", "",
              "| N | D | rule | floor ms | floor, ppl's rule ms | ppl ms | ppl / floor | ppl / floor, ppl's rule | ΔELBO |",
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
-        (floor_sweeps, floor_elbo), (ruled_sweeps, _), (ppl_sweeps, ppl_elbo) = row["results"]
-        lines.append(f"| {row['n']} | {row['d']} | {row['rule']} | {row[FLOOR] * 1e3:.3f} ({floor_sweeps}) | "
-                     f"{row[RULED] * 1e3:.3f} ({ruled_sweeps}) | {row[PPL] * 1e3:.3f} ({ppl_sweeps}) | "
-                     f"{row[PPL] / row[FLOOR]:.2f}× | {row[PPL] / row[RULED]:.2f}× | {ppl_elbo - floor_elbo:+.1e} |")
+        ((floor_sweeps, floor_elbo), floor_s), ((ruled_sweeps, _), ruled_s), ((ppl_sweeps, ppl_elbo), ppl_s) = (
+            row[label] for label in (FLOOR, RULED, PPL))
+        lines.append(f"| {row['n']} | {row['d']} | {row['rule']} | {floor_s * 1e3:.3f} ({floor_sweeps}) | "
+                     f"{ruled_s * 1e3:.3f} ({ruled_sweeps}) | {ppl_s * 1e3:.3f} ({ppl_sweeps}) | "
+                     f"{ppl_s / floor_s:.2f}× | {ppl_s / ruled_s:.2f}× | {ppl_elbo - floor_elbo:+.1e} |")
     lines.append("")
     for row in rows:
-        ratio = row[PPL] / row[FLOOR]
+        ratio, ruled = row[PPL][1] / row[FLOOR][1], row[PPL][1] / row[RULED][1]
         lines.append(f"- {'PASS' if ratio <= TARGET else 'FAIL'}: N={row['n']}, D={row['d']}: ppl {row['rule']} takes "
-                     f"{ratio:.2f}× the CPU time of the floor (target ≤ {TARGET}×; {row[PPL] / row[RULED]:.2f}× the "
-                     "floor stopped by ppl's rule)")
+                     f"{ratio:.2f}× the CPU time of the floor (target ≤ {TARGET}×; {ruled:.2f}× the floor stopped by "
+                     "ppl's rule)")
     return "\n".join(lines) + "\n"
 
 

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, one_xla_thread, reach_text, write_section  # noqa: E402  (before numpy)
+from benchmarks._report import machine, one_xla_thread, reach_text, rotated, write_section  # noqa: E402  (before numpy)
 
 import numpy as np  # noqa: E402
 
@@ -127,7 +127,7 @@ def measure(problem: Problem, repeat: int, budget: float, with_peers: bool, cap:
     best, times = {}, {key: np.inf for key in sweeps}
     for round_ in range(repeat):
         jobs = [("fit", label) for label in fits if round_ == 0] + [("sweep", key) for key in sweeps]
-        jobs = jobs[round_ % len(jobs):] + jobs[:round_ % len(jobs)]
+        jobs = rotated(jobs, round_)
         for kind, key in jobs:
             if kind == "sweep":
                 times[key] = min(times[key], cpu(sweeps[key]))
