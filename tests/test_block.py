@@ -159,6 +159,31 @@ def test_the_switch_and_the_statement_give_the_same_block():
     assert none.elbo == pytest.approx(meanfield.elbo, abs=1e-8)
 
 
+@pytest.mark.parametrize("case", ["normal members", "log members"])
+def test_a_blocks_mean_change_is_its_members_and_names_one(case):
+    """The stopping rule measures a block on its members (each holds its marginal under the
+    block; a LogNormal member in u = log τ, the block's coordinate, and in τ): the same number as
+    measuring the block's coordinates and the members, and it names a member, not the block's
+    internal key (which of the two was named was left to round-off)."""
+    from ppl.infer import Options, build_problem, run
+    from ppl.infer.convergence import _largest_change, mean_change
+    if case == "normal members":
+        model, data, block = ppl.compile(CONJUGATE + "block (mu, w, a)\n"), small_data(2, groups=6, rows=50), None
+    else:
+        model, data, block = ppl.load(MODELS / "hierarchical_logistic.vim"), MODELS / "hierarchical_logistic.csv", "all"
+    data = model.bind(data)
+    problem = build_problem(model.checked, data, model.analyze(data, gaussian_block=block))
+    options = dict(seed=0, tol=1e-300, mean_tol=1e-300, accelerate=False)
+    before, after = (run(problem, Options(max_iter=m, **options)).state.natural for m in (1, 2))
+    key = next(n for n in after if n.startswith("["))
+    members = problem.families[key].members
+    both = max(_largest_change(problem.families[n], (after[n], None), (before[n], None))[0] for n in [key, *members])
+    change, variable = mean_change(problem, before, after)
+    assert both > 1e-3 and change == pytest.approx(both, rel=1e-9)
+    assert variable in members
+    assert mean_change(problem, before, {key: after[key]}) == (0.0, "")  # the key alone is not measured
+
+
 @pytest.mark.parametrize("accelerate", [False, None])
 def test_vmp_with_a_block_never_lowers_the_elbo_and_beats_mean_field(accelerate):
     data = small_data(2, groups=6, rows=50)

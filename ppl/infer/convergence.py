@@ -57,6 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppl.families import LogNormal, Normal
 from ppl.infer.low_rank import KernelGaussian
 
 SMOOTHING = 10  # sweeps per window of the smoothed trace
@@ -256,11 +257,15 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {}), m
     reads (an MvNormal's give mean and sd in O(D) where the naturals would need a D × D inverse; a
     chain's, its marginals without a forward–backward). `means`: {variable:
     (λ, its means)} of the last call, updated here: a λ met again as `before` (the state's arrays
-    are replaced, never written) is not located twice (a stopping rule that tests sweep after sweep)."""
+    are replaced, never written) is not located twice (a stopping rule that tests sweep after sweep).
+    A Gaussian block is measured on its members, which hold their marginals under it: the same
+    means and sds, named as the model names them (measuring the block too left the name to
+    round-off). A LogNormal member, Gaussian in u = log τ, is measured in u as the block's
+    coordinates are, and in τ."""
     worst, where = 0.0, ""
     for name, nat in after.items():
         old = before.get(name)
-        if old is None or old is nat:
+        if old is None or old is nat or hasattr(problem.families[name], "distribute"):
             continue
         family, new_moments, old_moments = problem.families[name], moments[1].get(name), moments[0].get(name)
         if isinstance(nat, KernelGaussian):  # its sds bounded first, the exact ones of a few elements
@@ -269,6 +274,8 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {}), m
             known = means.get(name, (None, None)) if means is not None else (None, None)
             value, located = _largest_change(family, (nat, new_moments), (old, old_moments),
                                              known[1] if known[0] is old else None)
+            if isinstance(family, LogNormal):
+                value = max(value, _largest_change(Normal(), (nat, None), (old, None))[0])
             if means is not None:
                 means[name] = (nat, located)
         if value > worst:
