@@ -20,7 +20,13 @@ whatever a command writes, even over a model or data file, lands in the copy), s
 fresh interpreter each. Identical commands run once. The check fails if a run still wrote into
 the checkout (an absolute path, say): a page must never leave files behind.
 
-Tolerances: timings (`0.69 s`, `12 ms`) never count. An HTML comment on the line before a fence
+Tolerances: timings (`0.69 s`, `12 ms`) never count, nor do round-off's digits: two numbers
+agree when they differ by at most `ROUNDOFF_ABS` or `ROUNDOFF_REL` of the larger (another CPU or
+BLAS build sums in another order: the ELBO change of a run at its fixed point, 1e-12 nats, may
+print with either sign, and a full-precision ELBO differs in its last digit). A value printed to
+4 to 6 digits that changes still differs (its last digit moves it by 1e-6 of itself or more,
+unless it is below 1e-8 in absolute value, round-off's size for the nats and sds that ppl
+reports). An HTML comment on the line before a fence
 says more about the block:
 
     <!-- docs-check: digits=4 -->     floats compared to 4 significant digits (Monte Carlo output)
@@ -55,6 +61,8 @@ FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 TIME = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|µs|seconds?)\b")
 FLOAT = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?")
 SOURCE_LINE = re.compile(r"(?:\S*/)?(ppl/[\w/]+\.py):\d+")  # warnings name a line of ppl's source
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")  # FLOAT, and integers (a 0)
+ROUNDOFF_ABS, ROUNDOFF_REL = 1e-8, 1e-12  # numbers this close agree (module docstring)
 SENTINEL = "--- docs-check example end ---"
 UNTRACKED = (".*", "__pycache__", "*.egg-info")  # neither copied to the scratch folder nor watched
 SIMPLE = re.compile(r"ppl(\s+[^|&;<>`$()*?\\'\"]+)+")  # a plain `ppl ...` command: run in this process
@@ -233,6 +241,21 @@ def normalise(text: str, options: dict) -> list[str]:
     return [line.rstrip() for line in text.rstrip("\n").splitlines()] if text.strip() else []
 
 
+def agree(shown: list[str], got: list[str]) -> bool:
+    """Whether two normalised outputs are the same up to round-off: line for line the same text
+    between their numbers, and numbers within `ROUNDOFF_ABS` or `ROUNDOFF_REL`."""
+    return len(shown) == len(got) and all(_same_line(a, b) for a, b in zip(shown, got))
+
+
+def _same_line(shown: str, got: str) -> bool:
+    if shown == got:
+        return True
+    if NUMBER.split(shown) != NUMBER.split(got):
+        return False
+    pairs = [(float(a), float(b)) for a, b in zip(NUMBER.findall(shown), NUMBER.findall(got))]
+    return all(abs(a - b) <= max(ROUNDOFF_ABS, ROUNDOFF_REL * max(abs(a), abs(b))) for a, b in pairs)
+
+
 def outputs(block: Block, result) -> list[tuple[int, int, str]]:
     """(start, end, actual text) for each output range of the block."""
     text, _ = result
@@ -253,14 +276,14 @@ def compare(block: Block, lines: list[str], result) -> list[str]:
         got = normalise(actual, block.options)
         if block.options.get("head"):
             got = got[:len(expected)]
-        if expected != got:
+        if not agree(expected, got):
             problems.append("\n".join(difflib.unified_diff(expected, got, "page", "real output", lineterm="", n=1)))
     return problems
 
 
 def update(page: Path, done: list) -> None:
     """Replace the output ranges of `page` that differ with the real output (bottom up, so
-    ranges stay valid); an output that differs only in timings is left as it is."""
+    ranges stay valid); an output that differs only in timings and round-off is left as it is."""
     lines = page.read_text(encoding="utf-8").splitlines()
     for block, result in sorted(done, key=lambda d: -d[0].start):
         if block.options.get("run-only") or block.kind == "file":
@@ -268,7 +291,7 @@ def update(page: Path, done: list) -> None:
         for start, end, actual in sorted(outputs(block, result), key=lambda o: -o[0]):
             shown = normalise("\n".join(line[len(block.indent):] for line in lines[start:end]), block.options)
             got = normalise(actual, block.options)
-            if shown == (got[:len(shown)] if block.options.get("head") else got):
+            if agree(shown, got[:len(shown)] if block.options.get("head") else got):
                 continue
             new = actual.rstrip("\n").splitlines() if actual.strip() else []
             if block.options.get("head"):

@@ -82,6 +82,19 @@ def test_a_changed_output_fails_and_update_repairs_it(tmp_path, old, new):
     assert failures == 0, out
 
 
+def test_round_off_does_not_count_and_a_real_change_does(tmp_path):
+    """Another CPU prints a converged run's ELBO change as -2.8e-13 where this one prints 0: that
+    agrees; a mean change of 2e-06 sd where the run prints 0 does not."""
+    stopped = "ELBO change 0, est. 0 nats from the fixed point; largest mean change 0 sd"
+    assert stopped in PAGE
+    noise = stopped.replace("change 0, est. 0", "change -2.8e-13, est. 1.1e-14")
+    failures, out, page = run(tmp_path, PAGE.replace(stopped, noise), write=True)
+    assert failures == 0, out
+    assert noise in page.read_text()  # --update leaves a page that agrees as it is
+    moved = stopped.replace("mean change 0 sd", "mean change 2e-06 sd")
+    assert run(tmp_path, PAGE.replace(stopped, moved))[0] == 1
+
+
 def test_digits_marker_compares_floats_to_that_many_digits(tmp_path):
     page = PAGE.replace("0.8182  0.08042", "0.81824  0.080416")
     assert run(tmp_path, page)[0] == 1
