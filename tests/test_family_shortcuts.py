@@ -1,6 +1,6 @@
 """Families' shortcuts give the general path's numbers to the bit: a Cholesky factor kept from
 `valid` for the moments of the same λ, NormalWishart's 1 × 1 factor and inverse without LAPACK,
-and moments with entropy from one call."""
+and moments with entropy from one call; and one matrix's inverse (dpotri) a stack's to round-off."""
 
 import numpy as np
 import pytest
@@ -55,6 +55,25 @@ def test_normal_gamma_factor_and_inverse_are_the_general_ones_bit_for_bit():
         for factor in (normal_wishart._factor, np.linalg.cholesky):
             with pytest.raises(np.linalg.LinAlgError):
                 factor(np.array(bad))
+
+
+@pytest.mark.parametrize("d", [2, 7, 40, 120])
+def test_one_matrix_is_inverted_from_its_factor_as_a_stack_is(d):
+    """One matrix's inverse from its Cholesky factor (LAPACK's dpotri on the triangle) is the
+    batched path's (a stack of two) to round-off, exactly symmetric, and M⁻¹: M M⁻¹ = I."""
+    from ppl.families.base import inverse_of_factor
+    a = np.random.default_rng(d).normal(size=(d, d))
+    m = a @ a.T + d * np.eye(d)
+    chol = np.linalg.cholesky(m)
+    single, stacked = inverse_of_factor(chol), inverse_of_factor(np.stack([chol, chol]))
+    np.testing.assert_allclose(single, stacked[1], rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(single, single.T)
+    np.testing.assert_allclose(m @ single, np.eye(d), atol=1e-12)
+    assert inverse_of_factor(chol[None]).shape == (1, d, d)
+    singular = chol.copy()
+    singular[d - 1, d - 1] = 0.0
+    with pytest.raises(np.linalg.LinAlgError):
+        inverse_of_factor(singular)
 
 
 @pytest.mark.parametrize("family, nat", [
