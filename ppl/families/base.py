@@ -161,10 +161,11 @@ def inverse_of_factor(chol: np.ndarray) -> np.ndarray:
     OpenBLAS thread pool into every sweep, and under the default threads its workers spun beside
     numpy's: a gp_classification fit took twice the CPU."""
     d = chol.shape[-1]
-    if chol.size == d * d and d > TRIANGLE_LEAF:
-        linv = _triangle_inverse(chol.reshape(d, d)).reshape(chol.shape)
-    else:
-        linv = np.linalg.inv(chol)  # LAPACK's gesv on the identity, as a solve against it: the same numbers, fewer calls
+    if chol.size == d * d:  # numpy hands Lᵀ-times-L of one matrix to BLAS's syrk: symmetric to the bit
+        single = chol.reshape(d, d)
+        linv = _triangle_inverse(single) if d > TRIANGLE_LEAF else np.linalg.inv(single)
+        return (linv.T @ linv).reshape(chol.shape)
+    linv = np.linalg.inv(chol)  # LAPACK's gesv on the identity, as a solve against it: the same numbers, fewer calls
     return symmetrize(linv.swapaxes(-1, -2) @ linv)
 
 

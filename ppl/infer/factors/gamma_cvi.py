@@ -159,7 +159,7 @@ def shrink_until_valid(family, current: np.ndarray, total: np.ndarray, step: flo
         from ppl.infer.state import NumericalBreakdown
         raise NumericalBreakdown(name, "a message to it is NaN" + (f" ({senders()})" if senders else ""))
     rho = np.full(current.shape[:-1] + (1,), float(step))
-    new = current + rho * (total - current)
+    new = total if step == 1.0 else current + rho * (total - current)  # the full step: the messages' sum itself
     for _ in range(MAX_HALVINGS):
         bad = ~family.valid(new)
         if not bad.any():
