@@ -6,6 +6,7 @@ Import it before numpy: the thread count is read when the BLAS library loads.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 from pathlib import Path
@@ -70,6 +71,20 @@ def publish(sections: list, path: Path, write: bool = True) -> None:
         if write:
             write_section(text, title, path)
             print(f"wrote '{title[3:]}' in {path.name}")
+
+
+def rounds_command(doc: str, title: str, measure, report, rounds: int = 3):
+    """The `main` of a script that times contenders in interleaved rounds: `--rounds`, `--no-write`;
+    `measure(rounds)` gives the rows, `report(rows, rounds)` the section `title` of docs/benchmarks.md."""
+    def main(argv=None) -> int:
+        parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+        parser.add_argument("--rounds", type=int, default=rounds)
+        parser.add_argument("--no-write", action="store_true")
+        args = parser.parse_args(argv)
+        page = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+        publish([(report(measure(args.rounds), args.rounds), title)], page, write=not args.no_write)
+        return 0
+    return main
 
 
 def reach_text(row: dict, target: str, whole: float, reach: float) -> str:

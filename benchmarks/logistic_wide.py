@@ -15,7 +15,6 @@ Writes the section "## Logistic regression, D > N: against N and D" of docs/benc
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, publish, rotated  # noqa: E402  (sets one BLAS thread)
+from benchmarks._report import machine, rotated, rounds_command  # noqa: E402  (sets one BLAS thread)
 
 TITLE = "## Logistic regression, D > N: against N and D"
 SIZES = ((31, 2000), (62, 2000), (100, 10000), (300, 10000))
@@ -103,14 +102,7 @@ def report(rows: list, rounds: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args(argv)
-    rows = measure(args.rounds)
-    publish([(report(rows, args.rounds), TITLE)], ROOT / "docs" / "benchmarks.md", write=not args.no_write)
-    return 0
+main = rounds_command(__doc__, TITLE, measure, report)
 
 
 if __name__ == "__main__":

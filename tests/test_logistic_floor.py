@@ -1,6 +1,6 @@
 """The logistic benchmark's floor stopped by ppl's own rule (benchmarks/logistic_floor.py,
 `ppl_stop`) is the same algorithm as ppl's plain run: it stops after the same sweep, at the same
-ELBO, having measured the same largest mean change."""
+ELBO, having measured the same largest mean change; and so is the GP benchmark's floor built on it."""
 
 import importlib.util
 from pathlib import Path
@@ -12,8 +12,8 @@ import ppl
 
 # by path: `pytest` puts neither the repository nor benchmarks/ on sys.path (and benchmarks/lda.py
 # would pass for the `lda` package)
-_SPEC = importlib.util.spec_from_file_location(
-    "logistic_floor", Path(__file__).resolve().parents[1] / "benchmarks" / "logistic_floor.py")
+ROOT = Path(__file__).resolve().parents[1]
+_SPEC = importlib.util.spec_from_file_location("logistic_floor", ROOT / "benchmarks" / "logistic_floor.py")
 floor = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(floor)
 
@@ -38,3 +38,18 @@ def test_floor_under_ppls_rule_stops_where_ppl_does(n, d, rule, floor_rule):
     assert trace[-1] == pytest.approx(post.elbo, rel=1e-12)
     assert q.largest_shift() == pytest.approx(post.convergence.mean_change, rel=1e-6)
     assert len(floor.run(x, y, floor_rule, tol=1e-6)[0]) < post.iterations  # the ELBO alone stops sooner
+
+
+def test_the_gp_floor_under_ppls_rule_stops_where_ppl_does():
+    """benchmarks/gp.py's floor (q(f) = N(μ, Σ) under the jittered RBF prior, the logistic floor's
+    NC-VMP sweep) is ppl's plain run of models/gp_classification.vim: the same sweeps, ELBO and q."""
+    spec = importlib.util.spec_from_file_location("gp_floor", ROOT / "benchmarks" / "gp.py")
+    gp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gp)
+    x, y = gp.make_data(60)
+    post = ppl.load(ROOT / "models" / "gp_classification.vim").infer({"x": x, "y": y}, seed=0, accelerate=False)
+    trace, q = floor.run(gp.kernel(x), y, "ncvmp", tol=1e-6, form=gp.GaussianProcess, mean_tol=1e-5)
+    assert len(trace) == post.iterations
+    assert trace[-1] == pytest.approx(post.elbo, rel=1e-10)
+    np.testing.assert_allclose(q.mean, post["f"].mean, atol=1e-8)
+    np.testing.assert_allclose(np.sqrt(np.diagonal(q.cov)), post["f"].sd, rtol=1e-8)
