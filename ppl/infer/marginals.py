@@ -30,6 +30,12 @@ class FamilyMarginal:
         return self.family.name
 
     @property
+    def shape(self) -> tuple:
+        """Of one draw, plates + event, from λ's: no statistic computed (an MvNormal's mean solves
+        its D × D system; a discrete chain's runs a forward–backward)."""
+        return np.shape(self.natural)[:-1] + tuple(self.family.event_shape)
+
+    @property
     def mean(self) -> np.ndarray:
         return self._unobserved(self.family.mean(self.natural))
 
@@ -102,6 +108,10 @@ class KernelMarginal(FamilyMarginal):
     @property
     def natural(self) -> np.ndarray:
         return self.kernel.natural()[0]
+
+    @property
+    def shape(self) -> tuple:
+        return np.shape(self.kernel.mean)  # λ is D × D here
 
     @property
     def mean(self) -> np.ndarray:

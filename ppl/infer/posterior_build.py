@@ -136,9 +136,10 @@ def _draw_shape(name: str, marginal) -> tuple:
 
 
 def draw_shape(marginal) -> tuple:
-    """Shape of one draw: the mean's, without the probabilities axis of a Categorical; a discrete
-    chain's, one state per row of λ (its mean would cost a forward–backward)."""
-    if marginal.name == "CategoricalChain":
-        return np.shape(marginal.natural)[:-1]
+    """Shape of one draw: a family's q says it (`FamilyMarginal.shape`: an MvNormal's mean would
+    solve its D × D system, 50 ms at D = 1,000); any other, the mean's without the probabilities
+    axis of a Categorical."""
+    if isinstance(marginal, FamilyMarginal):
+        return marginal.shape
     shape = np.shape(marginal.mean)
     return shape[:-1] if marginal.name == "Categorical" else shape
