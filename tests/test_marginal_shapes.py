@@ -1,6 +1,7 @@
-"""A family's q tells the shape of its draws from λ alone (`FamilyMarginal.shape`, what the
-posterior's dims are built from), the shape its draws really have: Normal, Gamma, MvNormal,
-Dirichlet, Categorical, a discrete chain and a q held in data space among models/."""
+"""What a family's q answers without recomputing: the shape of its draws from λ alone
+(`FamilyMarginal.shape`, what the posterior's dims are built from), the shape its draws really
+have (Normal, Gamma, MvNormal, Dirichlet, Categorical, a discrete chain and a q held in data space
+among models/); its mean and sd once per λ."""
 
 from pathlib import Path
 
@@ -22,3 +23,29 @@ def test_the_shape_of_a_familys_q_is_the_shape_of_its_draws(name):
     rng = np.random.default_rng(0)
     for variable, marginal in marginals.items():
         assert marginal.shape == marginal.draws(2, rng).shape[1:], variable
+
+
+def test_a_mean_and_sd_are_computed_once_per_lambda_and_read_only():
+    """A report asks for a mean several times; an MvNormal's solves its D × D system each time.
+    The marginal keeps it (read-only: a caller cannot change what the next one reads), and a new
+    λ is computed afresh."""
+    from ppl.families import MvNormal
+
+    class Counted(MvNormal):
+        calls = 0
+
+        def mean(self, nat):
+            Counted.calls += 1
+            return super().mean(nat)
+
+    family = Counted(3)
+    marginal = FamilyMarginal(family, family.natural(mean=np.arange(3.0), precision=2 * np.eye(3))[None])
+    first = marginal.mean
+    assert marginal.mean is first and Counted.calls == 1
+    np.testing.assert_allclose(first, [[0.0, 1.0, 2.0]])
+    np.testing.assert_allclose(marginal.sd, np.sqrt(0.5))
+    with pytest.raises(ValueError):
+        first[0, 0] = 5.0
+    marginal.natural = family.natural(mean=np.ones(3), precision=np.eye(3))[None]
+    np.testing.assert_allclose(marginal.mean, [[1.0, 1.0, 1.0]])
+    assert Counted.calls == 2

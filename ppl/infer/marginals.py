@@ -37,11 +37,24 @@ class FamilyMarginal:
 
     @property
     def mean(self) -> np.ndarray:
-        return self._unobserved(self.family.mean(self.natural))
+        return self._kept("mean")
 
     @property
     def sd(self) -> np.ndarray:
-        return self._unobserved(self.family.sd(self.natural))
+        return self._kept("sd")
+
+    def _kept(self, statistic: str) -> np.ndarray:
+        """The family's `statistic` of λ, computed once per λ and kept read-only: a report asks
+        for a mean several times (the elements it lists, the switched-off components, the table),
+        and an MvNormal's solves its D × D system each time (48 ms at D = 1,000)."""
+        kept = self.__dict__.get("_" + statistic)
+        if kept is None or kept[0] is not self.natural:
+            value = self._unobserved(getattr(self.family, statistic)(self.natural))
+            if isinstance(value, np.ndarray) and value.ndim:  # a scalar stays one (round(post["p"].mean, 4))
+                value = value.copy()
+                value.flags.writeable = False
+            kept = self.__dict__["_" + statistic] = (self.natural, value)
+        return kept[1]
 
     def quantiles(self, qs) -> np.ndarray:
         return self._unobserved(self.family.quantiles(self.natural, np.asarray(qs)), lead=1)
