@@ -1,4 +1,5 @@
-"""Independent references for Gaussian q: expectations by this module's own Gauss–Hermite rule,
+"""Independent references for Gaussian q: expectations by this module's own Gauss–Hermite rule
+and by adaptive quadrature,
 and the optimum of Σ_n E_q[f_n(x_n·w)] − KL(q ‖ N(0, I)) over q(w) = N(m, LLᵀ) by L-BFGS.
 
 Any rule whose site comes from (term, g1, g2) with g1 = ∂term/∂m and g2 = 2 ∂term/∂v has its
@@ -6,7 +7,7 @@ fixed point here: NC-VMP (the exact ELBO), the bounds (their bound), delta VI (i
 """
 
 import numpy as np
-from scipy import optimize
+from scipy import integrate, optimize
 
 GH_NODES, GH_WEIGHTS = np.polynomial.hermite.hermgauss(60)
 
@@ -15,6 +16,18 @@ def gh_expect(fn, m, v):
     """E[fn(η)] under N(m, v) by 60-node Gauss–Hermite (this file's own quadrature)."""
     eta = np.asarray(m)[..., None] + np.sqrt(2.0 * np.asarray(v))[..., None] * GH_NODES
     return np.sum(GH_WEIGHTS / np.sqrt(np.pi) * fn(eta), axis=-1)
+
+
+def adaptive_expectation(fn, m, v):
+    """E[fn(η)] under N(m, v) by adaptive quadrature in z = (η − m)/√v, split where η = 0."""
+    sd = np.sqrt(v)
+
+    def integrand(z):
+        return fn(m + sd * z) * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
+    kink = -m / sd
+    points = [kink] if -40 < kink < 40 else None
+    value, _ = integrate.quad(integrand, -40, 40, points=points, epsabs=1e-14, epsrel=1e-13, limit=400)
+    return value
 
 
 def gaussian_elbo_optimum(x, terms):

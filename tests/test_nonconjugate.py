@@ -6,8 +6,7 @@ gradient of E[log f] in that read's mean parameters (Khan & Lin, eqs 29–31). T
 
 - the identities: CVI with exact gradients and β = 1 *is* NC-VMP (Khan & Lin App. G.1), and a
   conjugate factor sent through either rule is the VMP message, absorbed in one step;
-- the gradients themselves: finite differences of E[log f], an adaptive-quadrature reference,
-  Monte Carlo, and eqs 30–31 in closed form;
+- the gradients themselves: in tests/test_glm_gradients.py;
 - the fixed points: NC-VMP's fixed point is the optimum of the Gaussian-q ELBO, found here by
   L-BFGS over a mean and a Cholesky factor with hand-written gradients;
 - the models: breast cancer (against NUTS when tests/fixtures/breast_cancer_nuts.json exists,
@@ -17,7 +16,6 @@ gradient of E[log f] in that read's mean parameters (Khan & Lin, eqs 29–31). T
 Nothing here imports NumPyro or JAX.
 """
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -26,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import integrate
 from scipy.special import expit, gammaln, log_expit, log_ndtr, ndtr
 
 import ppl
@@ -35,10 +32,9 @@ from ppl.infer import Options, build_problem, run
 from ppl.infer.factors.gaussian import GaussianFactor
 from ppl.infer.factors.glm import GLMFactor
 from ppl.infer.initialise import initialise
-from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, quadrature
 from ppl.infer.plates import rbf
 
-from gaussian_optimum import gaussian_elbo_optimum, gh_expect
+from gaussian_optimum import adaptive_expectation, gaussian_elbo_optimum, gh_expect
 from model_texts import LOGISTIC
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,129 +220,6 @@ def test_a_conjugate_factor_under_damped_cvi_is_absorbed_geometrically():
     lik = np.concatenate([4.0 * x.T @ y, (-0.5 * 4.0 * x.T @ x).reshape(-1)])
     np.testing.assert_allclose(sweeps(problem, 3).state.natural["w"][0], prior + (1 - 0.5 ** 3) * lik,
                                rtol=0, atol=1e-10)
-
-
-# ---------------------------------------------------------------- gradients of E[log f]
-
-CASES = {  # name -> (likelihood, observed values, trials)
-    "Bernoulli-logistic": (LIKELIHOODS[("Bernoulli", "logistic")], [0.0, 1.0], 1.0),
-    "Bernoulli-probit": (LIKELIHOODS[("Bernoulli", "probit")], [0.0, 1.0], 1.0),
-    "Binomial-logistic": (LIKELIHOODS[("Binomial", "logistic")], [0.0, 3.0, 10.0], 10.0),
-    "Poisson-exp": (LIKELIHOODS[("Poisson", "exp")], [0.0, 3.0, 12.0], 1.0),
-    "Normal": (gaussian(np.asarray(2.5)), [-1.2, 0.4], 1.0),
-}
-MEANS, VARIANCES = [-5.0, -1.3, 0.0, 0.7, 4.0], [0.01, 0.3, 1.0, 4.0]
-
-
-def test_every_likelihood_is_covered():
-    assert {c[0].name for c in CASES.values()} >= {lik.name for lik in LIKELIHOODS.values()}
-
-
-def grid(values):
-    y, m, v = np.meshgrid(np.asarray(values, float), MEANS, VARIANCES, indexing="ij")
-    return y.ravel(), m.ravel(), v.ravel()
-
-
-def adaptive_expectation(fn, m, v):
-    """E[fn(η)] under N(m, v) by adaptive quadrature in z = (η − m)/√v, split where η = 0."""
-    sd = np.sqrt(v)
-
-    def integrand(z):
-        return fn(m + sd * z) * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
-    kink = -m / sd
-    points = [kink] if -40 < kink < 40 else None
-    value, _ = integrate.quad(integrand, -40, 40, points=points, epsabs=1e-14, epsrel=1e-13, limit=400)
-    return value
-
-
-def quad_expectation(lik, y, n, m, v):
-    """E[log f] under N(m, v) by adaptive quadrature."""
-    return adaptive_expectation(lambda eta: lik.log_f(y, n, eta), m, v)
-
-
-@pytest.mark.parametrize("name", list(CASES))
-def test_quadrature_gradients_are_derivatives_of_the_expectation(name):
-    """g1 = ∂E[log f]/∂m and g2 = 2 ∂E[log f]/∂v (Opper–Archambeau, eq 29) by central differences;
-    E[log f] itself against adaptive quadrature. Closed forms (Poisson, Normal) against Gauss–Hermite."""
-    lik, values, n = CASES[name]
-    y, m, v = grid(values)
-    expected, g1, g2 = quadrature(lik, y, n, m, v)
-
-    def e(mm, vv):
-        return quadrature(lik, y, n, mm, vv)[0]
-    h, hv = 1e-4, np.minimum(1e-4, v / 10)
-    fd1 = (e(m + h, v) - e(m - h, v)) / (2 * h)
-    fd2 = 2 * (e(m, v + hv) - e(m, v - hv)) / (2 * hv)
-    np.testing.assert_allclose(g1, fd1, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(g2, fd2, rtol=1e-6, atol=1e-6)
-
-    reference = np.array([quad_expectation(lik, a, n, b, c) for a, b, c in zip(y, m, v)])
-    np.testing.assert_allclose(expected, reference, rtol=1e-10, atol=1e-8)
-
-    if lik.closed_form is not None:
-        by_nodes = quadrature(dataclasses.replace(lik, closed_form=None), y, n, m, v)
-        for closed, nodes in zip((expected, g1, g2), by_nodes):
-            np.testing.assert_allclose(closed, nodes, rtol=1e-10, atol=1e-10)
-
-
-def test_quadrature_is_exact_for_wide_margins():
-    """Margins this wide occur at ppl's own starting point: under the prior w ~ N(0, I) of
-    models/logistic_regression.vim, v_n = |x_n|² has median 20 and maximum 423."""
-    lik = LIKELIHOODS[("Bernoulli", "logistic")]
-    m, v = np.array([-2.0, 0.0, 3.0, 0.0]), np.array([16.0, 16.0, 50.0, 50.0])
-    y = np.array([1.0, 0.0, 1.0, 1.0])
-    expected, _, _ = quadrature(lik, y, 1.0, m, v)
-    reference = np.array([quad_expectation(lik, a, 1.0, b, c) for a, b, c in zip(y, m, v)])
-    np.testing.assert_allclose(expected, reference, rtol=0, atol=1e-8)
-
-
-@pytest.mark.parametrize("name", list(CASES))
-def test_monte_carlo_gradients_agree_with_quadrature(name):
-    """CVI's reparameterised estimates with 200k draws: within 5 standard errors of the exact
-    g1, g2 (the standard errors from the exact variances of ∂ log f and ∂² log f)."""
-    lik, values, n = CASES[name]
-    y, m, v = (np.array(a, dtype=float) for a in np.meshgrid(values[:2], [-1.3, 0.7], [0.3, 1.0], indexing="ij"))
-    y, m, v = y.ravel(), m.ravel(), v.ravel()
-    value, g1, g2 = quadrature(lik, y, n, m, v)
-    draws = 200_000
-    estimate, mc1, mc2, variance = monte_carlo(lik, y, n, m, v, np.random.default_rng(42), draws)
-    # E[log f] from the same draws, with the Taylor control variate: within 5 of its own standard
-    # errors, which are smaller than those of the plain average of log f
-    assert np.all(np.abs(estimate - value) <= 5 * np.sqrt(variance) + 1e-12)
-    plain = (gh_expect(lambda eta: lik.log_f(y[:, None], n, eta) ** 2, m, v) - value ** 2) / draws
-    assert np.all(variance < plain)
-    for exact, estimate, derivative in ((g1, mc1, lik.d1), (g2, mc2, lik.d2)):
-        second = gh_expect(lambda eta: derivative(y[:, None], n, eta) ** 2, m, v)
-        se = np.sqrt(np.maximum(second - exact ** 2, 0.0) / draws)
-        assert np.all(np.abs(estimate - exact) <= 5 * se + 1e-12), (estimate - exact) / np.maximum(se, 1e-300)
-        if lik.name == "Normal":  # the Gaussian's closed form, no draws
-            np.testing.assert_allclose(estimate, exact, rtol=0, atol=1e-12)
-        else:
-            assert np.all(np.abs(estimate - exact) > 0) or np.all(se < 1e-12)  # genuinely sampled
-
-
-def test_mean_parameter_gradient_eqs_30_31():
-    """∂E/∂μ1 = g1 − m g2 and ∂E/∂μ2 = ½ g2 with μ1 = m, μ2 = m² + v (Khan & Lin eqs 30–31).
-    Gaussian: E[log N(y | η, 1/τ)] = ½ log(τ/2π) − ½τ(y² − 2yμ1 + μ2), gradient (τy, −τ/2).
-    Logistic: central differences of E in (μ1, μ2)."""
-    tau = 2.5
-    lik = gaussian(np.asarray(tau))
-    y, m, v = grid([-1.2, 0.4, 3.0])
-    for version in (lik, dataclasses.replace(lik, closed_form=None)):
-        _, g1, g2 = quadrature(version, y, 1.0, m, v)
-        np.testing.assert_allclose(g1 - m * g2, tau * y, rtol=0, atol=1e-10)
-        np.testing.assert_allclose(0.5 * g2, -0.5 * tau, rtol=0, atol=1e-10)
-
-    logistic = LIKELIHOODS[("Bernoulli", "logistic")]
-    y, m, v = grid([0.0, 1.0])
-    mu1, mu2 = m, m * m + v
-
-    def e(a, b):
-        return quadrature(logistic, y, 1.0, a, b - a * a)[0]
-    _, g1, g2 = quadrature(logistic, y, 1.0, m, v)
-    h = 1e-5
-    np.testing.assert_allclose((e(mu1 + h, mu2) - e(mu1 - h, mu2)) / (2 * h), g1 - m * g2, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose((e(mu1, mu2 + h) - e(mu1, mu2 - h)) / (2 * h), 0.5 * g2, rtol=1e-6, atol=1e-6)
 
 
 # ---------------------------------------------------------------- fixed points
