@@ -49,3 +49,24 @@ def test_a_mean_and_sd_are_computed_once_per_lambda_and_read_only():
     marginal.natural = family.natural(mean=np.ones(3), precision=np.eye(3))[None]
     np.testing.assert_allclose(marginal.mean, [[1.0, 1.0, 1.0]])
     assert Counted.calls == 2
+
+
+@pytest.mark.parametrize("family", ["Normal", "MvNormal"])
+def test_gaussian_quantiles_from_the_kept_statistics_are_the_familys(family):
+    """A Gaussian family's quantiles come from the kept mean and sd: the family's own numbers to
+    the bit, NaN at observed cells."""
+    from ppl.families import MvNormal, Normal
+    rng = np.random.default_rng(3)
+    if family == "Normal":
+        fam_, nat = Normal(), Normal().natural(mean=rng.normal(size=4), precision=rng.uniform(0.5, 2, 4))
+        mask = np.array([False, True, False, False])
+    else:
+        a = rng.normal(size=(3, 3))
+        fam_, nat = MvNormal(3), MvNormal(3).natural(mean=rng.normal(size=3), precision=a @ a.T + np.eye(3))[None]
+        mask = None
+    qs = [0.025, 0.5, 0.975]
+    got = FamilyMarginal(fam_, nat, mask).quantiles(qs)
+    expected = FamilyMarginal(fam_, nat, mask)._unobserved(fam_.quantiles(nat, np.asarray(qs)), lead=1)
+    np.testing.assert_array_equal(got, expected)
+    if mask is not None:
+        assert np.isnan(got[:, 1]).all() and not np.isnan(got[:, 0]).any()

@@ -57,6 +57,8 @@ class FamilyMarginal:
         return kept[1]
 
     def quantiles(self, qs) -> np.ndarray:
+        if type(self.family) in (fam.Normal, fam.MvNormal):  # Normal(mean, sd) margins, of the kept statistics
+            return Marginal("normal", self.mean, self.sd).ppf(qs_column(np.asarray(qs), np.ndim(self.mean)))
         return self._unobserved(self.family.quantiles(self.natural, np.asarray(qs)), lead=1)
 
     def draws(self, n: int, rng) -> np.ndarray:
