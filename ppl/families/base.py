@@ -179,12 +179,21 @@ def _triangle_inverse(chol: np.ndarray) -> np.ndarray:
     n = len(chol)
     if n <= TRIANGLE_LEAF:
         return np.linalg.inv(chol)
-    k = n // 2
-    first, last = _triangle_inverse(chol[:k, :k]), _triangle_inverse(chol[k:, k:])
     inverse = np.zeros_like(chol)
-    inverse[:k, :k], inverse[k:, k:] = first, last
-    inverse[k:, :k] = -(last @ (chol[k:, :k] @ first))
+    _halves(chol, inverse)
     return inverse
+
+
+def _halves(chol: np.ndarray, out: np.ndarray) -> None:
+    """`_triangle_inverse` into `out` (zero above the diagonal), each half into its own block."""
+    n = len(chol)
+    if n <= TRIANGLE_LEAF:
+        out[...] = np.linalg.inv(chol)
+        return
+    k = n // 2
+    _halves(chol[:k, :k], out[:k, :k])
+    _halves(chol[k:, k:], out[k:, k:])
+    out[k:, :k] = -(out[k:, k:] @ (chol[k:, :k] @ out[:k, :k]))
 
 
 def cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -204,12 +213,13 @@ def is_positive_definite(m: np.ndarray) -> np.ndarray:
     return positive_definite_factor(m)[0]
 
 
-def positive_definite_factor(m: np.ndarray) -> tuple:
+def positive_definite_factor(m: np.ndarray, symmetric: bool = False) -> tuple:
     """(`is_positive_definite`, the Cholesky factors of the symmetric part when every matrix is
-    finite and PD, else None): a caller that goes on to factor the same matrices keeps them."""
+    finite and PD, else None): a caller that goes on to factor the same matrices keeps them.
+    `symmetric`: the caller's matrices are their own symmetric part (no pass to form it)."""
     m = np.asarray(m, dtype=float)
     finite = np.isfinite(m).all(axis=(-2, -1))
-    safe = symmetrize(m)
+    safe = m if symmetric else symmetrize(m)
     if not finite.all():  # the identity in place of a matrix that is not finite
         safe = np.where(finite[..., None, None], safe, np.eye(m.shape[-1]))
     try:

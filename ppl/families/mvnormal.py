@@ -173,7 +173,7 @@ class MvNormal(ExponentialFamily):
         global _factored
         nat = np.asarray(nat, float)
         _, prec = self._split(nat)
-        positive, chol = positive_definite_factor(prec)  # of Λ's symmetric part: Λ itself, to the bit (`_split`)
+        positive, chol = positive_definite_factor(prec, symmetric=True)  # `_split` makes Λ symmetric to the bit
         if chol is not None:
             _factored = (weakref.ref(nat, _forget), chol)
         return np.isfinite(nat).all(axis=-1) & positive
