@@ -87,6 +87,12 @@ def rounds_command(doc: str, title: str, measure, report, rounds: int = 3):
     return main
 
 
+def rounds_opening(script: str, rounds: int) -> str:
+    """The opening of a `rounds_command` section's text: the command, the machine, what a cell is."""
+    return (f"`python3 benchmarks/{script} --rounds {rounds}` on {machine()}, one BLAS thread: CPU ms of a whole "
+            "fit (the least over the calls that fill 50 ms, in each of the interleaved rounds), sweeps in brackets")
+
+
 def reach_text(row: dict, target: str, whole: float, reach: float) -> str:
     """How a peer's run compares with `target`'s ELBO − `reach`: after how many seconds of running
     it got there (and that as a multiple of the target's whole run, `whole` s), or that it did not."""

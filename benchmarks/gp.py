@@ -14,7 +14,7 @@ the peer a GP user reaches for; it reports no ELBO. Same inputs for all: x unifo
 y ~ Bernoulli(logistic(2 sin 1.5x)) (numpy default_rng(5), as models/make_data.py draws N = 40).
 
 Whole fits in interleaved rounds, one BLAS thread, each keeping its call with the least CPU time
-among those that fill 50 ms (benchmarks/logistic.clocked). Writes the section
+among those that fill 50 ms (benchmarks/logistic.least_cpu). Writes the section
 "## GP classification against N" of docs/benchmarks.md.
 
     python3 benchmarks/gp.py [--rounds 3] [--no-write]
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, rotated, rounds_command  # noqa: E402  (sets one BLAS thread)
+from benchmarks._report import rounds_command, rounds_opening  # noqa: E402  (sets one BLAS thread)
 
 import numpy as np  # noqa: E402
 
@@ -116,18 +116,14 @@ def measure(rounds: int) -> list[dict]:
     """One row per N: each contender's (result, wall s, CPU s) of its call with the least CPU."""
     import warnings
 
-    from benchmarks.logistic import clocked
+    from benchmarks.logistic import least_cpu
     warnings.simplefilter("ignore")
     rows = []
     for n in SIZES:
-        runs, row = contenders(*make_data(n)), {"n": n}
+        runs = contenders(*make_data(n))
         for run in runs.values():  # imports and first-call caches outside the timings
             run()
-        for round_ in range(rounds):
-            for label in rotated(list(runs), round_):
-                timed = clocked(runs[label])
-                if timed[2] < row.get(label, (None, None, float("inf")))[2]:
-                    row[label] = timed
+        row = {"n": n, **least_cpu(runs, rounds)}
         print(f"N={n}: " + ", ".join(f"{label} {row[label][2] * 1e3:.2f} ms" for label in runs), flush=True)
         rows.append(row)
     return rows
@@ -135,9 +131,8 @@ def measure(rounds: int) -> list[dict]:
 
 def report(rows: list, rounds: int) -> str:
     lines = [TITLE, "",
-             f"`python3 benchmarks/gp.py --rounds {rounds}` on {machine()}, one BLAS thread: CPU ms of a whole fit "
-             "(the least over the calls that fill 50 ms, in each of the interleaved rounds), sweeps in brackets, wall "
-             "ms after the slash. The floor is NC-VMP on q(f) = N(μ, Σ) in numpy, Σ = Λ⁻¹ by LAPACK's dpotri, "
+             rounds_opening("gp.py", rounds) + ", wall ms after the slash. The floor is NC-VMP on q(f) = N(μ, Σ) "
+             "in numpy, Σ = Λ⁻¹ by LAPACK's dpotri, "
              "stopped by ppl's rule; ppl runs models/gp_classification.vim with its defaults (SQUAREM on); "
              "scikit-learn's GaussianProcessClassifier fits the Laplace approximation with the kernel fixed. "
              "ΔELBO: ppl's final ELBO less the floor's. Where ppl's extra time goes: at N = 40 the fixed cost of "

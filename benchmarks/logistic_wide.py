@@ -4,7 +4,7 @@ that the floors, written for this one model, do not pay) is seen apart from the 
 
 Sizes: N = 31, D = 2000 (benchmarks/logistic.py's table: half of the colon-cancer rows), N = 62
 (all of them), and N = 100 and 300 at D = 10000 (arcene-shaped). Contenders, in interleaved rounds,
-each keeping its call with the least CPU time among those that fill 50 ms (benchmarks/logistic.clocked):
+each keeping its call with the least CPU time among those that fill 50 ms (benchmarks/logistic.least_cpu):
 the floor of benchmarks/logistic_floor.py stopped when a sweep moves its ELBO by at most 1e-6 nats,
 the same floor stopped by ppl's rule (the ELBO within 1e-6 nats of its fixed point and no mean
 moving by more than 1e-5 sd), and ppl with its defaults. No D × D matrix is formed by anyone.
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, rotated, rounds_command  # noqa: E402  (sets one BLAS thread)
+from benchmarks._report import rounds_command, rounds_opening  # noqa: E402  (sets one BLAS thread)
 
 TITLE = "## Logistic regression, D > N: against N and D"
 SIZES = ((31, 2000), (62, 2000), (100, 10000), (300, 10000))
@@ -56,20 +56,15 @@ def measure(rounds: int) -> list[dict]:
     """One row per size and rule: each contender's least CPU seconds and that call's (sweeps, final ELBO)."""
     import warnings
 
-    from benchmarks.logistic import clocked, make_data
+    from benchmarks.logistic import least_cpu, make_data
     warnings.simplefilter("ignore")
     rows = []
     for n, d in SIZES:
         train, _ = make_data(n, d)
         for rule, floor_rule in PAIRS:
             runs = contenders(train, rule, floor_rule)
-            row = {"n": n, "d": d, "rule": rule}
-            for round_ in range(rounds):
-                for label in rotated(list(runs), round_):
-                    result, _, seconds = clocked(runs[label])
-                    if seconds < row.get(label, (None, float("inf")))[1]:
-                        row[label] = (result, seconds)
-            print(f"N={n}, D={d}, {rule}: " + ", ".join(f"{label} {row[label][1] * 1e3:.3f} ms" for label in runs),
+            row = {"n": n, "d": d, "rule": rule, **least_cpu(runs, rounds)}
+            print(f"N={n}, D={d}, {rule}: " + ", ".join(f"{label} {row[label][2] * 1e3:.3f} ms" for label in runs),
                   flush=True)
             rows.append(row)
     return rows
@@ -77,9 +72,8 @@ def measure(rounds: int) -> list[dict]:
 
 def report(rows: list, rounds: int) -> str:
     lines = [TITLE, "",
-             f"`python3 benchmarks/logistic_wide.py --rounds {rounds}` on {machine()}, one BLAS thread: CPU ms of "
-             "a whole fit (the least over the calls that fill 50 ms, in each of the interleaved rounds), sweeps in "
-             "brackets. The floor stops when a sweep moves its ELBO by at most 1e-6 nats; stopped by ppl's rule "
+             rounds_opening("logistic_wide.py", rounds) + ". The floor stops when a sweep moves its ELBO by at "
+             "most 1e-6 nats; stopped by ppl's rule "
              "(the ELBO within 1e-6 nats of its fixed point, and no mean moving by more than 1e-5 sd) it takes the "
              "sweeps that confirm the means, as ppl does. The whole fit includes each one's set-up: for the floor "
              "XXᵀ, for ppl binding the data, building the factor graph, the first ELBO and the posterior, about "
@@ -88,14 +82,14 @@ def report(rows: list, rounds: int) -> str:
              "| N | D | rule | floor ms | floor, ppl's rule ms | ppl ms | ppl / floor | ppl / floor, ppl's rule | ΔELBO |",
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
-        ((floor_sweeps, floor_elbo), floor_s), ((ruled_sweeps, _), ruled_s), ((ppl_sweeps, ppl_elbo), ppl_s) = (
-            row[label] for label in (FLOOR, RULED, PPL))
+        (floor_sweeps, floor_elbo), (ruled_sweeps, _), (ppl_sweeps, ppl_elbo) = (row[k][0] for k in (FLOOR, RULED, PPL))
+        floor_s, ruled_s, ppl_s = (row[k][2] for k in (FLOOR, RULED, PPL))  # CPU seconds
         lines.append(f"| {row['n']} | {row['d']} | {row['rule']} | {floor_s * 1e3:.3f} ({floor_sweeps}) | "
                      f"{ruled_s * 1e3:.3f} ({ruled_sweeps}) | {ppl_s * 1e3:.3f} ({ppl_sweeps}) | "
                      f"{ppl_s / floor_s:.2f}× | {ppl_s / ruled_s:.2f}× | {ppl_elbo - floor_elbo:+.1e} |")
     lines.append("")
     for row in rows:
-        ratio, ruled = row[PPL][1] / row[FLOOR][1], row[PPL][1] / row[RULED][1]
+        ratio, ruled = row[PPL][2] / row[FLOOR][2], row[PPL][2] / row[RULED][2]
         lines.append(f"- {'PASS' if ratio <= TARGET else 'FAIL'}: N={row['n']}, D={row['d']}: ppl {row['rule']} takes "
                      f"{ratio:.2f}× the CPU time of the floor (target ≤ {TARGET}×; {ruled:.2f}× the floor stopped by "
                      "ppl's rule)")

@@ -162,8 +162,7 @@ def inverse_of_factor(chol: np.ndarray) -> np.ndarray:
     numpy's: a gp_classification fit took twice the CPU."""
     d = chol.shape[-1]
     if chol.size == d * d:  # numpy hands Lᵀ-times-L of one matrix to BLAS's syrk: symmetric to the bit
-        single = chol.reshape(d, d)
-        linv = _triangle_inverse(single) if d > TRIANGLE_LEAF else np.linalg.inv(single)
+        linv = _triangle_inverse(chol.reshape(d, d))
         return (linv.T @ linv).reshape(chol.shape)
     linv = np.linalg.inv(chol)  # LAPACK's gesv on the identity, as a solve against it: the same numbers, fewer calls
     return symmetrize(linv.swapaxes(-1, -2) @ linv)
@@ -173,9 +172,10 @@ TRIANGLE_LEAF = 64  # an order up to which numpy's general inverse of L is as fa
 
 
 def _triangle_inverse(chol: np.ndarray) -> np.ndarray:
-    """L⁻¹ of a lower triangular L by halves, [[A, 0], [B, C]]⁻¹ = [[A⁻¹, 0], [−C⁻¹BA⁻¹, C⁻¹]]:
-    n³/3 multiply-adds in matrix products, where a general solve against the identity takes
-    ~2n³ (one thread: 4.2 → 1.3 ms at n = 300, 86 → 32 ms at n = 1,000, a GP's covariance)."""
+    """L⁻¹ of a lower triangular L: numpy's general inverse up to `TRIANGLE_LEAF`, above it by
+    halves, [[A, 0], [B, C]]⁻¹ = [[A⁻¹, 0], [−C⁻¹BA⁻¹, C⁻¹]]: n³/3 multiply-adds in matrix
+    products, where a general solve against the identity takes ~2n³ (one thread: 4.2 → 1.3 ms at
+    n = 300, 86 → 32 ms at n = 1,000, a GP's covariance)."""
     n = len(chol)
     if n <= TRIANGLE_LEAF:
         return np.linalg.inv(chol)

@@ -264,10 +264,10 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {}), m
     coordinates are, and in τ."""
     worst, where = 0.0, ""
     for name, nat in after.items():
-        old = before.get(name)
-        if old is None or old is nat or hasattr(problem.families[name], "distribute"):
+        old, family = before.get(name), problem.families[name]
+        if old is None or old is nat or hasattr(family, "distribute"):
             continue
-        family, new_moments, old_moments = problem.families[name], moments[1].get(name), moments[0].get(name)
+        new_moments, old_moments = moments[1].get(name), moments[0].get(name)
         if isinstance(nat, KernelGaussian):  # its sds bounded first, the exact ones of a few elements
             value = nat.largest_shift(location(family, old, old_moments, sd=False)[0][0])
         else:
