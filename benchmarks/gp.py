@@ -2,11 +2,13 @@
 rbf(x, 1, 1)), y[n] ~ Bernoulli(logistic(f[n]))) against a hand-written numpy loop of the same
 algorithm and scikit-learn's Laplace classifier, at N = 40 (the model's own data), 200, 500, 1000.
 
-The floor keeps q(f) = N(μ, Σ) under the prior N(0, K + jI) (ppl's jitter, 1e-6 of the mean
-variance), its precision P₀ formed once. Per sweep: the margins (μ, diag Σ), the expectations and
-sites by benchmarks/logistic_floor.py's quadrature (ppl's), Λ = P₀ + diag τ̃, its Cholesky factor
-and Σ = Λ⁻¹ by LAPACK's dpotri on one thread (the fastest there: ppl inverts L by halves in numpy
-instead, ppl/families/base.py says why), μ = Σ(τ̃m + pull); stopped by ppl's rule
+The floor keeps q(f) under the prior N(0, K + jI) (ppl's jitter, 1e-6 of the mean variance) as
+Λ = P₀ + diag τ̃, its precision P₀ formed once. Per sweep: the margins (μ, diag Σ), the
+expectations and sites by benchmarks/logistic_floor.py's quadrature (ppl's), the Cholesky factor L
+of Λ and L⁻¹ by LAPACK's dtrtri on one thread (ppl inverts L by halves in numpy instead, as fast
+at N = 1,000: ppl/families/base.py says why), diag Σ as the column sums of (L⁻¹)², μ = L⁻ᵀL⁻¹(τ̃m
++ pull), and the KL through tr(P₀Σ) = N − τ̃ᵀ diag Σ: Σ itself is never formed (ppl holds q the
+same way: ppl/infer/coordinate_gaussian.py); stopped by ppl's rule
 (logistic_floor.ppl_stop: the ELBO within 1e-6 nats of its fixed point, no mean moving by more
 than 1e-5 sd). scikit-learn's GaussianProcessClassifier with the same kernel held fixed
 (optimizer=None) fits the Laplace approximation by Newton steps: another approximation, timed as
@@ -52,39 +54,39 @@ def kernel(x: np.ndarray) -> np.ndarray:
 
 
 class GaussianProcess:
-    """q(f) = N(μ, Σ) under the prior N(0, K): the `form` that logistic_floor.run updates."""
+    """q(f) = N(μ, Σ) under the prior N(0, K), held as the sites' Λ = P₀ + diag τ̃: the `form` that
+    logistic_floor.run updates. A sweep needs μ and diag Σ only: the Cholesky factor L of Λ, L⁻¹ by
+    LAPACK's dtrtri, Var f_n = Σ_i (L⁻¹)²_in and tr(P₀Σ) = N − Σ_n τ̃_n Var f_n, no Σ = L⁻ᵀL⁻¹."""
 
     def __init__(self, k):
-        from scipy.linalg.lapack import dpotri
-        self.potri, chol = dpotri, np.linalg.cholesky(k)
-        self.prior, self.prior_logdet = self._inverse(chol), 2.0 * np.sum(np.log(np.diagonal(chol)))
-        self.mean, self.cov, self.logdet = np.zeros(len(k)), k, self.prior_logdet
-
-    def _inverse(self, chol):
-        inverse = self.potri(chol, lower=1)[0]
-        inverse += inverse.T  # dpotri fills the lower triangle (L's zeros above it)
-        inverse[np.diag_indices(len(chol))] *= 0.5
-        return inverse
+        from scipy.linalg.lapack import dpotri, dtrtri
+        self.trtri, chol = dtrtri, np.linalg.cholesky(k)
+        self.prior = dpotri(chol, lower=1)[0]  # P₀ = K⁻¹, once: dpotri fills the lower triangle
+        self.prior += np.tril(self.prior, -1).T
+        self.prior_logdet = 2.0 * np.sum(np.log(np.diagonal(chol)))
+        self.mean, self.var, self.tau = np.zeros(len(k)), np.diagonal(k).copy(), np.zeros(len(k))
+        self.logdet = self.prior_logdet
 
     def margins(self):
-        return self.mean, np.diagonal(self.cov).copy()
+        return self.mean, self.var
 
     def update(self, tau, pull, m):
         precision = self.prior.copy()
         precision[np.diag_indices(len(tau))] += tau
         chol = np.linalg.cholesky(precision)
-        self.before, self.cov = self.mean, self._inverse(chol)
-        self.mean = self.cov @ (tau * m + pull)
+        inverse = self.trtri(chol, lower=1)[0]
+        self.before, self.tau = self.mean, tau
+        self.var = np.einsum("ij,ij->j", inverse, inverse)
+        self.mean = inverse.T @ (inverse @ (tau * m + pull))
         self.logdet = -2.0 * np.sum(np.log(np.diagonal(chol)))
 
     def kl(self):
-        """KL(q ‖ N(0, K)) = ½[tr(P₀Σ) + μᵀP₀μ − N − log|Σ| + log|K|]."""
-        return 0.5 * (np.sum(self.prior * self.cov) + self.mean @ self.prior @ self.mean - len(self.mean)
-                      - self.logdet + self.prior_logdet)
+        """KL(q ‖ N(0, K)) = ½[tr(P₀Σ) + μᵀP₀μ − N − log|Σ| + log|K|], tr(P₀Σ) = N − τ̃ᵀ diag Σ."""
+        return 0.5 * (-self.tau @ self.var + self.mean @ self.prior @ self.mean - self.logdet + self.prior_logdet)
 
     def largest_shift(self):
         """ppl's mean test: max |μ − μ'| / sd, sd floored as ppl floors it."""
-        sd = np.sqrt(np.maximum(np.diagonal(self.cov), 0.0))
+        sd = np.sqrt(np.maximum(self.var, 0.0))
         return float(np.max(np.abs(self.mean - self.before) / np.maximum(sd, 1e-6 * (1 + np.abs(self.mean)))))
 
 

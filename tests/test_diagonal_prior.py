@@ -55,7 +55,7 @@ def test_the_diagonal_is_read_from_the_expression_as_the_dense_matrix_has_it(arg
     dense = prior.data(expr)  # the matrix as the language evaluates it
     np.testing.assert_array_equal(dense, np.diag(np.diagonal(dense)))
     if arg.startswith("cov"):
-        dense = covariance_to_precision(dense)
+        dense = covariance_to_precision(dense)[0]
     np.testing.assert_allclose(prior.precision.diagonal, np.diagonal(dense), rtol=1e-12)
     np.testing.assert_allclose(prior.precision.value[0], np.diag(prior.precision.diagonal), rtol=0)
 

@@ -156,13 +156,13 @@ def chol_inverse(m: np.ndarray) -> np.ndarray:
 
 def inverse_of_factor(chol: np.ndarray) -> np.ndarray:
     """`chol_inverse` from the lower Cholesky factors L of the matrices, when they are at hand.
-    One matrix above `TRIANGLE_LEAF` is inverted by halves (`_triangle_inverse`). Numpy alone:
+    One matrix above `TRIANGLE_LEAF` is inverted by halves (`triangle_inverse`). Numpy alone:
     scipy's LAPACK dpotri is 2.5× faster at D = 40 on one thread, but it brings scipy's own
     OpenBLAS thread pool into every sweep, and under the default threads its workers spun beside
     numpy's: a gp_classification fit took twice the CPU."""
     d = chol.shape[-1]
     if chol.size == d * d:  # numpy hands Lᵀ-times-L of one matrix to BLAS's syrk: symmetric to the bit
-        linv = _triangle_inverse(chol.reshape(d, d))
+        linv = triangle_inverse(chol.reshape(d, d))
         return (linv.T @ linv).reshape(chol.shape)
     linv = np.linalg.inv(chol)  # LAPACK's gesv on the identity, as a solve against it: the same numbers, fewer calls
     return symmetrize(linv.swapaxes(-1, -2) @ linv)
@@ -171,7 +171,7 @@ def inverse_of_factor(chol: np.ndarray) -> np.ndarray:
 TRIANGLE_LEAF = 64  # an order up to which numpy's general inverse of L is as fast as the halves
 
 
-def _triangle_inverse(chol: np.ndarray) -> np.ndarray:
+def triangle_inverse(chol: np.ndarray) -> np.ndarray:
     """L⁻¹ of a lower triangular L: numpy's general inverse up to `TRIANGLE_LEAF`, above it by
     halves, [[A, 0], [B, C]]⁻¹ = [[A⁻¹, 0], [−C⁻¹BA⁻¹, C⁻¹]]: n³/3 multiply-adds in matrix
     products, where a general solve against the identity takes ~2n³ (one thread: 4.2 → 1.3 ms at
@@ -185,7 +185,7 @@ def _triangle_inverse(chol: np.ndarray) -> np.ndarray:
 
 
 def _halves(chol: np.ndarray, out: np.ndarray) -> None:
-    """`_triangle_inverse` into `out` (zero above the diagonal), each half into its own block."""
+    """`triangle_inverse` into `out` (zero above the diagonal), each half into its own block."""
     n = len(chol)
     if n <= TRIANGLE_LEAF:
         out[...] = np.linalg.inv(chol)

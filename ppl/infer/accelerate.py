@@ -17,14 +17,15 @@ mixture at 1e7 rows: peak memory in docs/benchmarks.md, "Gaussian mixture: cost 
 a mixture of 1e5 rows (benchmarks/gmm.py's data, K = 5) took 155 sweeps so, against 208 with z
 extrapolated. Smaller locals are extrapolated with the globals, which took fewer sweeps than
 refitting them on models/ (casino 37 against 51, hierarchical_logistic 11 against 15).
-A Gaussian vector held in data space (ppl.infer.low_rank, Woodbury) is extrapolated on its sites:
+A Gaussian vector held in data space (ppl.infer.low_rank, Woodbury) or by its coordinate sites
+(ppl.infer.coordinate_gaussian, a GP's) is extrapolated on its sites:
 λ = c λ₀ + (Rᵀh, −½ Rᵀ diag(τ) R) is linear in (c, h, τ) on the same rows R, so the step on the
 N + N + 1 site values is the step on λ without forming its D × D array (logistic_wide: 43 → 22
-sweeps), and a λ' with some τ < 0 (not solvable in data space) counts as invalid. When the sites
-do not line up (a prior that moved between the sweeps: ctm's μ) no step is proposed: stepping the
-others alone took ctm under `delta` to another fixed point. A λ' outside
-a family's parameter space (a negative Gamma rate, a precision that is not positive definite)
-halves α towards −1 until every variable is valid. The bound on |α| grows ×4 when a step at the
+sweeps), and a λ' with some τ < 0 (not solvable in data space) or a Λ with no Cholesky factor
+counts as invalid. When the sites do not line up (a prior that moved between the sweeps: ctm's
+μ) no step is proposed: stepping the others alone took ctm under `delta` to another fixed point.
+A λ' outside a family's parameter space (a negative Gamma rate, a precision that is not positive
+definite) halves α towards −1 until every variable is valid. The bound on |α| grows ×4 when a step at the
 bound is accepted and falls back to 1 after a rejection.
 
 No step is proposed when −1 − `NEAR_PLAIN` < α < −0.999 (above: the plain point to rounding): on a
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.infer.low_rank import GaussianSum, KernelGaussian, same_array
+from ppl.infer.low_rank import GaussianSum, HeldGaussian, same_array
 from ppl.infer.schedule.steps import locals_from_globals
 
 CHUNK = 65536  # entries of a λ formed at a time by the extrapolation
@@ -115,7 +116,7 @@ class Squarem:
                 return None
             proposal = {n: _proposal(*triples[n], alpha) for n in names}
             proposal.update({n: _solved(self.problem.families[n], x2[n], proposal[n])
-                             for n in names if isinstance(x2[n], KernelGaussian)})
+                             for n in names if isinstance(x2[n], HeldGaussian)})
             if valid(self.problem, proposal):
                 return proposal
             alpha = (alpha - 1) / 2
@@ -125,14 +126,14 @@ class Squarem:
 def valid(problem, naturals: dict) -> bool:
     """Whether every proposed λ lies in its family's parameter space (a q held in data space was
     solved, so it does; None: it could not be)."""
-    return all(nat is not None and (isinstance(nat, KernelGaussian) or np.all(problem.families[n].valid(nat)))
+    return all(nat is not None and (isinstance(nat, HeldGaussian) or np.all(problem.families[n].valid(nat)))
                for n, nat in naturals.items())
 
 
 def _alike(*values) -> bool:
     """Whether λ's can be extrapolated (or compared) together: arrays, or q's held in data space on the same
     rows and prior (their sites then line up)."""
-    kernels = [isinstance(v, KernelGaussian) for v in values]
+    kernels = [isinstance(v, HeldGaussian) for v in values]
     if not any(kernels):
         return True
     first = values[0]
@@ -142,14 +143,14 @@ def _alike(*values) -> bool:
 
 def _vector(value) -> np.ndarray:
     """λ as the step sees it: an array as it is, a q held in data space as its sites (c, h, τ)."""
-    if not isinstance(value, KernelGaussian):
+    if not isinstance(value, HeldGaussian):
         return value
     _, h, tau = value.factored.parts[0]
     return np.concatenate([[value.factored.scale], h, tau])
 
 
-def _solved(family, like: KernelGaussian, sites: np.ndarray) -> KernelGaussian | None:
-    """The q in data space with the sites (c, h, τ) on the rows and prior of `like`; None where it
+def _solved(family, like: HeldGaussian, sites: np.ndarray) -> HeldGaussian | None:
+    """The q held as `like` with the sites (c, h, τ) on its rows and prior; None where it
     has none (some τ < 0, c ≤ 0)."""
     n = len(like.tau)
     total = GaussianSum(like.factored.base, [(like.rows, sites[1:n + 1], sites[n + 1:])], sites[0])
@@ -168,7 +169,7 @@ def move_to(accel, state, proposal: dict, saved: dict, residual: float) -> None:
     accel.proposal = (proposal, residual)
     state.extrapolated = True
     for name, nat in proposal.items():
-        state.set(name, nat, factored=nat.factored if isinstance(nat, KernelGaussian) else None)
+        state.set(name, nat, factored=nat.factored if isinstance(nat, HeldGaussian) else None)
     if refitted and getattr(accel, "refit", True):
         locals_from_globals(problem, state, refitted)
 

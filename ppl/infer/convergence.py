@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl.families import LogNormal, Normal
-from ppl.infer.low_rank import KernelGaussian
+from ppl.infer.low_rank import HeldGaussian
 
 SMOOTHING = 10  # sweeps per window of the smoothed trace
 RATIO_CAP = 0.999  # a contraction ratio above this is treated as this (gap ≤ 1000 increments)
@@ -159,9 +159,9 @@ class Monitor:
         now if it never was: the monitor keeps no λ of the sweep before (a local's is N-sized)."""
         self.local = local or (lambda: (0.0, ""))
         previous, self.previous = self.previous, dict(state.natural)
-        # the moments `location` reads, of the last sweep and this one (a KernelGaussian knows its sds)
+        # the moments `location` reads, of the last sweep and this one (a HeldGaussian knows its sds)
         self.moments = (self.moments[1], {name: state.moments(name) for name in self.vectors if name in state.natural
-                                          and not isinstance(dict.get(state.natural, name), KernelGaussian)})
+                                          and not isinstance(dict.get(state.natural, name), HeldGaussian)})
         if self.stochastic:
             return self._settled(trace, trace_se) or self._smoothed(trace)
         if self.restarted:
@@ -268,7 +268,7 @@ def mean_change(problem, before: dict, after: dict, moments: tuple = ({}, {}), m
         if old is None or old is nat or hasattr(family, "distribute"):
             continue
         new_moments, old_moments = moments[1].get(name), moments[0].get(name)
-        if isinstance(nat, KernelGaussian):  # its sds bounded first, the exact ones of a few elements
+        if isinstance(nat, HeldGaussian):  # its sds bounded first, the exact ones of a few elements
             value = nat.largest_shift(location(family, old, old_moments, sd=False)[0][0])
         else:
             known = means.get(name, (None, None)) if means is not None else (None, None)
@@ -324,9 +324,9 @@ def _located_by_moments(family, exact: bool) -> bool:
 def location(family, nat, moments=None, sd=True) -> tuple[np.ndarray, np.ndarray | None]:
     """(mean, sd) of the Gaussian or scalar part of q: the family's own (from an MvNormal's
     moments (E[x], E[x xᵀ]) or a chain's marginals when given), or for a Normal–Wishart group the mean of μ with sd
-    (β E[Λ]_ii)^−½. A q held in data space (`KernelGaussian`) gives them directly, its sd (O(N²D))
+    (β E[Λ]_ii)^−½. A q held in a structured form (`HeldGaussian`) gives them directly, its sd (O(N²D))
     only when `sd`, as a family with its own `sd` (a second softmax for a Categorical)."""
-    if isinstance(nat, KernelGaussian):
+    if isinstance(nat, HeldGaussian):
         return nat.mean[None], nat.sd[None] if sd else None
     if moments is not None and hasattr(family, "location_of_moments"):
         return family.location_of_moments(moments)

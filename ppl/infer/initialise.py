@@ -93,8 +93,8 @@ def _start(problem, state, name: str, sources: list) -> None:
 
 
 def _set_sum(state, name: str, total) -> None:
-    """q(name) ← the `GaussianSum` `total`, held in data space when it solves there."""
-    start = total.solve(state.families[name])
+    """q(name) ← the `GaussianSum` `total`, held in a structured form when it solves so (ppl.infer.low_rank)."""
+    start = total.solve(state.families[name], start=True)
     if start is not None:
         state.set(name, start, factored=total)
     else:

@@ -259,7 +259,7 @@ def contraction(state, term: Term):
     for a bilinear term (u, v independent: E[x²] = Σ_de c_d c_e E[u uᵀ]_de E[v vᵀ]_de)."""
     c = term.coef
     kernel = state.kernel_of(term.vector.name)
-    if kernel is not None and term.vector2 is None:  # q held in data space: cᵀμ and cᵀΣc with no D × D matrix
+    if kernel is not None and term.vector2 is None:  # q held in a structured form: cᵀμ and cᵀΣc, no D × D matrix
         mean = kernel.linear(c, term.rows)
         return mean, mean * mean + kernel.quadratic(c, term.rows)
     mean, outer = vector_moments(state, term.vector, vector_dim(state, term.vector))

@@ -100,16 +100,27 @@ class GaussianSum:
             total = total + np.concatenate([rows.T @ h, (-0.5 * weighted_gram(rows, tau)).reshape(-1)])[None, :]
         return total
 
-    def solve(self, family, previous=None):
+    def solve(self, family, previous=None, start: bool = False):
+        """q held in a structured form, or None (solve densely): a `KernelGaussian` in data space
+        (`_kernel`), else a `CoordinateGaussian` when every row reads one coordinate (a GP's
+        `f[n]`: ppl.infer.coordinate_gaussian) or, at the `start`, there are no rows yet.
+        `previous`: the sum solved last time, whose prior is reused when its base is the same object."""
+        kernel = self._kernel(family, previous)
+        if kernel is not None:
+            return kernel
+        from ppl.infer.coordinate_gaussian import CoordinateGaussian
+        return CoordinateGaussian.of(family, self, previous, start)
+
+    def _kernel(self, family, previous=None):
         """q as a `KernelGaussian` when the parts have fewer rows than the dimension, every τ ≥ 0
         and the dense part is a diagonal precision (a `Diagonal`, or an array found to be one);
-        None otherwise (solve densely). `previous`: the sum solved last time, whose `DiagonalPrior`
-        (and with it R P₀⁻¹ Rᵀ) is reused when its base is the same object: a constant prior is
-        checked, and its products with the data rows formed, once per run, not once per sweep."""
+        None otherwise. The `DiagonalPrior` of `previous` (and with it R P₀⁻¹ Rᵀ) is reused when
+        its base is the same object: a constant prior is checked, and its products with the data
+        rows formed, once per run, not once per sweep."""
         if (sum(len(p[0]) for p in self.parts) if len(self.parts) != 1 else len(self.parts[0][0])) >= family.dim \
                 or self.scale <= 0:
             return None
-        if previous is not None and previous.base is self.base and previous.prior is not None:
+        if previous is not None and previous.base is self.base and isinstance(previous.prior, DiagonalPrior):
             self.prior = previous.prior
         elif isinstance(self.base, Diagonal) or getattr(self.base, "ndim", 0) == 2:
             self.prior = DiagonalPrior.of(family, self.base)
@@ -183,7 +194,18 @@ class DiagonalPrior:
         return self.rows_squared
 
 
-class KernelGaussian:
+class HeldGaussian:
+    """A Gaussian vector's q held in a structured form that its readers know (`KernelGaussian`,
+    ppl.infer.coordinate_gaussian.CoordinateGaussian): `mean`, `sd`, `entropy`, the margins of rows
+    (`linear`, `quadratic`), the stopping rule's `largest_shift`, `sample`, and the family's D × D
+    `natural` and `moments` formed on demand; `factored`, the `GaussianSum` it was solved from.
+    Immutable once solved."""
+
+    def copy(self) -> "HeldGaussian":
+        return self  # immutable
+
+
+class KernelGaussian(HeldGaussian):
     """q(w) = N(μ, Σ) with Λ = P + Rᵀ diag(τ) R and h = c h₀ + Rᵀa, P = c P₀ diagonal (the
     prior's, `DiagonalPrior`), R (N, D) with N < D, held through
 
@@ -330,9 +352,6 @@ class KernelGaussian:
         v = (u @ self.rows.T) * self.root + rng.standard_normal((n, len(self.tau)))
         w = np.linalg.solve(self.chol.T, np.linalg.solve(self.chol, v.T)).T if len(self.tau) else v
         return self.mean + u - ((w * self.root) @ self.rows) / self.p
-
-    def copy(self) -> "KernelGaussian":
-        return self  # immutable
 
     def natural(self) -> np.ndarray:
         """(1, D + D²): λ in the family's layout, formed once on demand."""

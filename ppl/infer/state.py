@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl.infer.access import Unsupported
-from ppl.infer.low_rank import KernelGaussian
+from ppl.infer.low_rank import HeldGaussian
 
 ONE_HOT_LIMIT = 2 ** 27  # cells (1 GiB of float64): a larger one-hot array is refused, not allocated
 # versions of q come from one process-wide sequence: a version is never given twice, so putting an
@@ -36,13 +36,14 @@ class NumericalBreakdown(Exception):
 
 
 class Naturals(dict):
-    """name -> λ. A Gaussian vector solved in data space is held as its `KernelGaussian`: reading
-    it by key gives λ in the family's layout (formed then, D × D); `items()`, `get` and copies
-    keep the `KernelGaussian`, which code that knows the form reads in O(N²D)."""
+    """name -> λ. A Gaussian vector solved in a structured form (in data space, or by its
+    coordinate sites) is held as its `HeldGaussian`: reading it by key gives λ in the family's
+    layout (formed then, D × D); `items()`, `get` and copies keep the `HeldGaussian`, which code
+    that knows the form reads without a D × D covariance."""
 
     def __getitem__(self, name):
         value = dict.__getitem__(self, name)
-        return value.natural() if isinstance(value, KernelGaussian) else value
+        return value.natural() if isinstance(value, HeldGaussian) else value
 
 
 @dataclass(frozen=True)
@@ -94,12 +95,12 @@ class State:
     def set(self, name: str, natural: np.ndarray, moments=None, entropy=None, factored=None) -> None:
         """New λ for `name`; `moments` and `entropy` when the caller solved them already, and λ
         `factored` as the GaussianSum it was solved from (Woodbury; ppl.infer.low_rank), `natural`
-        a `KernelGaussian` when it was solved in data space. Pinned elements (`pin`) keep their λ."""
+        a `HeldGaussian` when it was solved in a structured form. Pinned elements (`pin`) keep their λ."""
         if name in self.pinned:
             mask, fixed = self.pinned[name]
-            dense = natural.natural() if isinstance(natural, KernelGaussian) else natural
+            dense = natural.natural() if isinstance(natural, HeldGaussian) else natural
             natural, moments, entropy, factored = np.where(mask[:, None], fixed, dense), None, None, None
-        if isinstance(natural, KernelGaussian):
+        if isinstance(natural, HeldGaussian):
             entropy = natural.entropy
         self.natural[name] = natural
         self.factored[name] = factored
@@ -149,20 +150,20 @@ class State:
 
     @property
     def kernel(self) -> dict:
-        """name -> KernelGaussian: the q's of Gaussian vectors held in data space (read from λ)."""
-        return {k: v for k, v in dict.items(self.natural) if isinstance(v, KernelGaussian)}
+        """name -> HeldGaussian: the q's of Gaussian vectors held in a structured form (read from λ)."""
+        return {k: v for k, v in dict.items(self.natural) if isinstance(v, HeldGaussian)}
 
-    def kernel_of(self, name: str) -> KernelGaussian | None:
-        """q(`name`) when it is held in data space, else None: one lookup (the hot path's `kernel`)."""
+    def kernel_of(self, name: str) -> HeldGaussian | None:
+        """q(`name`) when it is held in a structured form, else None: one lookup (the hot path's `kernel`)."""
         value = dict.get(self.natural, name)
-        return value if isinstance(value, KernelGaussian) else None
+        return value if isinstance(value, HeldGaussian) else None
 
     def moments(self, name: str) -> np.ndarray:
         cached = self._moments.get(name)
         if cached is None:
             if name in self.codes:
                 cached = self._one_hot(name)
-            elif isinstance(dict.get(self.natural, name), KernelGaussian):
+            elif isinstance(dict.get(self.natural, name), HeldGaussian):
                 cached = dict.get(self.natural, name).moments()
             elif name in self.observed and self.observed[name][1] is None:
                 cached = self.observed[name][0]

@@ -14,13 +14,14 @@ import functools
 
 import numpy as np
 
-from ppl.families.base import chol_inverse, diagonal_of, stack_last
+from ppl.families.base import chol_logdet, diagonal_of, inverse_of_factor, stack_last
 from ppl.infer.access import Unsupported
 from ppl.infer.diagonal import constant_diagonal
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.linear import LinearBuilder, expand, form_mean, form_moments
 from ppl.infer.linear_message import pack, read_message
-from ppl.infer.low_rank import Diagonal, GaussianSum
+from ppl.infer.coordinate_gaussian import CoordinateGaussian
+from ppl.infer.low_rank import Diagonal, GaussianSum, KernelGaussian
 from ppl.lang import ast
 
 LOG_2PI = np.log(2 * np.pi)
@@ -75,7 +76,10 @@ class GaussianFactor(FactorRuntime):
 
     def _expected_log(self, state):
         kernel = state.kernel_of(self.factor.target.name) if self.dim else None
-        if kernel is not None and self.precision.diagonal is not None and not self.mean.terms:
+        if isinstance(kernel, CoordinateGaussian) and self._own_prior(state, kernel):
+            err = kernel.prior_error(self.mean.offset)  # tr(P Σ) from the sites: no D × D covariance
+            return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * err
+        if isinstance(kernel, KernelGaussian) and self.precision.diagonal is not None and not self.mean.terms:
             # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
             p = self.precision.diagonal
             if kernel.prior.p is p:  # the solve's prior is this statement's own message (`_diagonal_message`)
@@ -88,6 +92,12 @@ class GaussianFactor(FactorRuntime):
         if not self.dim:
             return 0.5 * logdet - 0.5 * LOG_2PI - 0.5 * prec * err
         return 0.5 * logdet - 0.5 * self.dim * LOG_2PI - 0.5 * np.einsum("...ij,...ji->...", prec, err)
+
+    def _own_prior(self, state, kernel) -> bool:
+        """Whether q's dense part is this statement's own constant message (a GP's prior): its
+        precision is the one `kernel.prior_error` weighs by."""
+        return self.precision.kind == "const" and not self.mean.terms and \
+            kernel.prior.base is self.message(state, self.factor.target.name, True)
 
     # -- messages
     def _message(self, state, access):
@@ -146,22 +156,24 @@ def to_precision(value, role: str):
         return 1.0 / value ** 2
     if role == "var":
         return 1.0 / value
-    return covariance_to_precision(value) if role == "cov" else value
+    return covariance_to_precision(value)[0] if role == "cov" else value
 
 
-def covariance_to_precision(cov: np.ndarray) -> np.ndarray:
-    """Σ⁻¹ through a Cholesky factor of Σ + jitter·I, jitter = 1e-6 of the mean variance (raised
-    by factors of 10 up to 1e-3 if needed), as GP libraries do: a kernel matrix of close inputs
-    is numerically singular, and without the floor its inverse has a condition number near
-    1e17 and an ELBO dominated by round-off."""
+def covariance_to_precision(cov: np.ndarray) -> tuple:
+    """(Σ⁻¹, log|Σ⁻¹|) through a Cholesky factor of Σ + jitter·I, jitter = 1e-6 of the mean
+    variance (raised by factors of 10 up to 1e-3 if needed), as GP libraries do: a kernel matrix
+    of close inputs is numerically singular, and without the floor its inverse has a condition
+    number near 1e17 and an ELBO dominated by round-off. The log-determinant is the factor's
+    (an LU of Σ⁻¹ for it cost as much again: 16 ms at D = 1,000)."""
     cov = np.asarray(cov, dtype=float)
     scale = np.mean(np.diagonal(cov, axis1=-2, axis2=-1))
     eye = np.eye(cov.shape[-1])
     for jitter in JITTERS:
         try:
-            return chol_inverse(cov + jitter * scale * eye)
+            chol = np.linalg.cholesky(cov + jitter * scale * eye)
         except np.linalg.LinAlgError:
             continue
+        return inverse_of_factor(chol), -chol_logdet(chol)
     raise Unsupported("a covariance matrix is not positive definite, even with jitter")
 
 
@@ -197,13 +209,15 @@ class _Precision:
             if self.diagonal is not None:  # D numbers: the D × D matrix only if a caller asks for it
                 self.logdet = np.broadcast_to(np.sum(np.log(self.diagonal)), owner.builder.shape())
                 return
-            value = to_precision(owner.data(expr), role)
+            value, logdet = covariance_to_precision(owner.data(expr)) if role == "cov" else \
+                (to_precision(owner.data(expr), role), None)
             event = (dim, dim) if dim else ()
             self._value = np.broadcast_to(value, owner.builder.shape() + event)
             if dim and np.ndim(value) == 2:
                 self.diagonal = diagonal_of(value)
-            logdet = (np.sum(np.log(self.diagonal)) if self.diagonal is not None and np.all(self.diagonal > 0) else
-                      np.linalg.slogdet(value)[1] if dim else np.log(value))  # once: the precision is fixed
+            if logdet is None:  # once: the precision is fixed
+                logdet = (np.sum(np.log(self.diagonal)) if self.diagonal is not None and np.all(self.diagonal > 0)
+                          else np.linalg.slogdet(value)[1] if dim else np.log(value))
             self.logdet = np.broadcast_to(logdet, owner.builder.shape())
             return
         if role != "precision":
