@@ -175,12 +175,8 @@ SQUAREM's seven steps on its nine variables cost about 3 ms of the fit (the step
 chains re-solved at each extrapolated point) beside the last sweeps' mean tests; mean field on today's engine (the chain q switched off) runs all
 500 sweeps without stopping (every z[t] of a chain updated at once, next to coupled neighbours,
 oscillates by 0.26 nats a sweep). hmm (12 sweeps against 9) now takes less CPU than the old
-release. (2) gp_classification (6 sweeps against 4) pays for the
-sweeps that reach and confirm the fixed point (the rate and mean tests; the old release stopped
-2e-8 nats short): its plain sweep costs less than the old release's (0.20 against 0.29 ms, set-up
-0.82 against 0.74 ms), not enough to pay for two more, and SQUAREM's one step (α = −0.99, next to
-the plain point) saves no sweep there and costs 0.17 ms (a band that skipped it, −0.98 < α < −1,
-changed no model's sweeps but left a crawling run's stop twice as far from its fixed point). (3) hierarchical_logistic's converged mean-field run is
+release. gp_classification (6 sweeps against 4: the old release stopped 2e-8 nats short) now takes
+less CPU than the old release, its q held by its sites (ppl.infer.coordinate_gaussian). (2) hierarchical_logistic's converged mean-field run is
 followed by the under-coverage check of docs/rules/block.md (about 1.3 ms of CPU: its block's
 five runtimes built and one update summed), which the old release did not make; without it the
 fit takes about 0.93 of the old release's CPU. gaussian (7 sweeps against 5) and latent_class (43 against
