@@ -47,7 +47,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppl.infer.low_rank import GaussianSum, HeldGaussian, same_array
+from ppl.infer.held_gaussian import HeldGaussian
+from ppl.infer.low_rank import GaussianSum, same_array
 from ppl.infer.schedule.steps import locals_from_globals
 
 CHUNK = 65536  # entries of a λ formed at a time by the extrapolation

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl.families import LogNormal, Normal
-from ppl.infer.low_rank import HeldGaussian
+from ppl.infer.held_gaussian import HeldGaussian
 
 SMOOTHING = 10  # sweeps per window of the smoothed trace
 RATIO_CAP = 0.999  # a contraction ratio above this is treated as this (gap ≤ 1000 increments)

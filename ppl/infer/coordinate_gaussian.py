@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ppl.families.base import triangle_inverse
-from ppl.infer.low_rank import HeldGaussian
+from ppl.infer.held_gaussian import HeldGaussian
 from ppl.infer.rows import dot_rows, one_hot
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -49,7 +49,6 @@ class CoordinateGaussian(HeldGaussian):
         self.entropy = 0.5 * family.dim * (1.0 + _LOG_2PI) - 0.5 * self.logdet
         rows, _, self.tau = factored.parts[0] if len(factored.parts) == 1 else (None, None, None)
         self.rows = rows  # the one part's rows and τ: what SQUAREM steps on (ppl.infer.accelerate)
-        self._natural = self._moments = None
 
     @classmethod
     def of(cls, family, total, previous=None, start: bool = False) -> "CoordinateGaussian | None":
@@ -118,16 +117,6 @@ class CoordinateGaussian(HeldGaussian):
         """n draws (n, D): μ + L⁻ᵀz, z ~ N(0, I)."""
         return self.mean + rng.standard_normal((n, self.family.dim)) @ self.inverse
 
-    def natural(self) -> np.ndarray:
-        """(1, D + D²): λ in the family's layout, formed once on demand."""
-        if self._natural is None:
-            self._natural = self.factored.dense()
-        return self._natural
-
-    def moments(self) -> np.ndarray:
-        """(1, D + D²): (E[f], E[f fᵀ]) = (μ, L⁻ᵀL⁻¹ + μμᵀ), formed once on demand."""
-        if self._moments is None:
-            second = self.inverse.T @ self.inverse
-            second += np.outer(self.mean, self.mean)
-            self._moments = np.concatenate([self.mean, second.reshape(-1)])[None, :]
-        return self._moments
+    def _covariance(self) -> np.ndarray:
+        """Σ = L⁻ᵀL⁻¹ (numpy hands the product of a matrix with its own transpose to syrk)."""
+        return self.inverse.T @ self.inverse

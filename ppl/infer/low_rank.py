@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from ppl.families.base import diagonal_of
+from ppl.infer.held_gaussian import HeldGaussian
 from ppl.infer.rows import ROW_BLOCK, dot_rows, weighted_gram
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -194,17 +195,6 @@ class DiagonalPrior:
         return self.rows_squared
 
 
-class HeldGaussian:
-    """A Gaussian vector's q held in a structured form that its readers know (`KernelGaussian`,
-    ppl.infer.coordinate_gaussian.CoordinateGaussian): `mean`, `sd`, `entropy`, the margins of rows
-    (`linear`, `quadratic`), the stopping rule's `largest_shift`, `sample`, and the family's D × D
-    `natural` and `moments` formed on demand; `factored`, the `GaussianSum` it was solved from.
-    Immutable once solved."""
-
-    def copy(self) -> "HeldGaussian":
-        return self  # immutable
-
-
 class KernelGaussian(HeldGaussian):
     """q(w) = N(μ, Σ) with Λ = P + Rᵀ diag(τ) R and h = c h₀ + Rᵀa, P = c P₀ diagonal (the
     prior's, `DiagonalPrior`), R (N, D) with N < D, held through
@@ -233,7 +223,7 @@ class KernelGaussian(HeldGaussian):
         self.own_mean = rows_mean + self.gram @ self.b  # R μ
         self.logdet = prior.logdet + (family.dim * np.log(scale) if scale != 1.0 else 0.0) + logdet_b  # log|Λ|
         self.entropy = 0.5 * family.dim * (1.0 + _LOG_2PI) - 0.5 * self.logdet
-        self._mean = self._u = self._var = self._own = self._natural = self._moments = None
+        self._mean = self._u = self._var = self._own = None
 
     def _solve(self, x: np.ndarray) -> np.ndarray:
         """B⁻¹ x = L⁻ᵀ L⁻¹ x for vectors x (N,) or N × k blocks."""
@@ -353,21 +343,12 @@ class KernelGaussian(HeldGaussian):
         w = np.linalg.solve(self.chol.T, np.linalg.solve(self.chol, v.T)).T if len(self.tau) else v
         return self.mean + u - ((w * self.root) @ self.rows) / self.p
 
-    def natural(self) -> np.ndarray:
-        """(1, D + D²): λ in the family's layout, formed once on demand."""
-        if self._natural is None:
-            self._natural = self.factored.dense()
-        return self._natural
-
-    def moments(self) -> np.ndarray:
-        """(1, D + D²): (E[w], E[w wᵀ]) = (μ, P⁻¹ − UᵀU + μμᵀ), formed once on demand."""
-        if self._moments is None:
-            second = self.u.T @ self.u
-            second *= -1.0
-            second[np.diag_indices(self.family.dim)] += 1.0 / self.p
-            second += np.outer(self.mean, self.mean)
-            self._moments = np.concatenate([self.mean, second.reshape(-1)])[None, :]
-        return self._moments
+    def _covariance(self) -> np.ndarray:
+        """Σ = P⁻¹ − UᵀU."""
+        second = self.u.T @ self.u
+        second *= -1.0
+        second[np.diag_indices(self.family.dim)] += 1.0 / self.p
+        return second
 
 
 def _gram(rows: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -113,7 +113,7 @@ class ImputedMarginal(FamilyMarginal):
 
 
 class KernelMarginal(FamilyMarginal):
-    """q of one Gaussian vector held in a structured form (ppl.infer.low_rank.HeldGaussian): mean, sd,
+    """q of one Gaussian vector held in a structured form (ppl.infer.held_gaussian.HeldGaussian): mean, sd,
     quantiles and draws in O(N²D); the natural parameters (and so `params`) are formed, D × D,
     only when asked for."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl.infer.access import Unsupported
-from ppl.infer.low_rank import HeldGaussian
+from ppl.infer.held_gaussian import HeldGaussian
 
 ONE_HOT_LIMIT = 2 ** 27  # cells (1 GiB of float64): a larger one-hot array is refused, not allocated
 # versions of q come from one process-wide sequence: a version is never given twice, so putting an
