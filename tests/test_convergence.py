@@ -140,6 +140,21 @@ def test_monitor_stops_within_tol_of_a_geometric_limit():
     assert monitor.report.elbo_gap <= 1e-6
 
 
+def test_one_sweep_that_gains_little_does_not_stop_a_crawl():
+    """A crawl at ρ = 0.997 (increments 3.4e-7, ~1e-4 nats still to gain) whose last sweep gained
+    2.7e-9 (an accepted SQUAREM step can gain less than the plain sweeps around it): the last
+    increment alone passes tol, the rate's prediction from the one before does not. Once the
+    increments themselves are small the run stops."""
+    steps = [3.4e-7 * 0.997 ** t for t in range(6)] + [2.7e-9]
+    trace = list(-90.0 + np.cumsum(steps))
+    monitor = Monitor(_Trace(), tol=1e-6, mean_tol=1.0, accelerated=True)
+    assert not monitor.done(trace[:-1], _State(0.0))
+    assert not monitor.done(trace, _State(0.0))
+    assert monitor.report.elbo_gap > 5e-5  # ρ d_{t−1} ρ/(1 − ρ): about 1e-4
+    late = trace + list(trace[-1] + np.cumsum([1e-9 * 0.997 ** t for t in range(2)]))
+    assert monitor.done(late, _State(0.0))
+
+
 def test_monitor_waits_for_the_means():
     """A flat ELBO does not stop the run while a mean still moves by more than mean_tol sds."""
     monitor = Monitor(_Trace(), tol=1e-6, mean_tol=1e-5)

@@ -20,7 +20,7 @@ refitting them on models/ (casino 37 against 51, hierarchical_logistic 11 agains
 A Gaussian vector held in data space (ppl.infer.low_rank, Woodbury) or by its coordinate sites
 (ppl.infer.coordinate_gaussian, a GP's) is extrapolated on its sites:
 λ = c λ₀ + (Rᵀh, −½ Rᵀ diag(τ) R) is linear in (c, h, τ) on the same rows R, so the step on the
-N + N + 1 site values is the step on λ without forming its D × D array (logistic_wide: 43 → 22
+N + N + 1 site values is the step on λ without forming its D × D array (logistic_wide: 43 → 23
 sweeps), and a λ' with some τ < 0 (not solvable in data space) or a Λ with no Cholesky factor
 counts as invalid. When the sites do not line up (a prior that moved between the sweeps: ctm's
 μ) no step is proposed: stepping the others alone took ctm under `delta` to another fixed point.
