@@ -355,7 +355,7 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
     eps = eps.reshape(-1, samples)
     out = np.empty((4, m.size))
     _, slope, curvature = lik.values(y, n, m)
-    rows = max(1, BLOCK * 48 // samples)
+    rows = max(1, BLOCK // samples)
     average = np.full(samples, 1.0 / samples)  # means as products with it: one BLAS pass, no reduction
     for start in range(0, m.size, rows):
         block = slice(start, start + rows)
