@@ -348,24 +348,28 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
     if lik.name == "Normal":
         value, g1, g2 = np.broadcast_arrays(*lik.closed_form(y, n, m, v))
         return value, g1, g2, np.zeros(value.shape)
-    eps = rng.standard_normal(np.shape(m) + (samples,))
-    y, n, m, v = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(y, n, m, v))
-    shape = m.shape
-    y, n, m, v = (a.reshape(-1) for a in (y, n, m, v))
-    eps = eps.reshape(-1, samples)
+    shape = np.broadcast(y, n, m, v).shape
+    y, m, v = (_flat(a, shape) for a in (y, m, v))
+    one = type(n) is float  # one trial count for all (1.0: Bernoulli) stays a number, as in `quadrature`
+    n = n if one else _flat(n, shape)
     out = np.empty((4, m.size))
     _, slope, curvature = lik.values(y, n, m)
     rows = max(1, BLOCK // samples)
     average = np.full(samples, 1.0 / samples)  # means as products with it: one BLAS pass, no reduction
     for start in range(0, m.size, rows):
         block = slice(start, start + rows)
-        step = np.sqrt(v[block])[:, None] * eps[block]
-        value, d1, d2 = lik.values(y[block, None], n[block, None], m[block, None] + step)
-        value -= slope[block, None] * step + 0.5 * curvature[block, None] * (step * step - v[block, None])
+        eps = rng.standard_normal((len(m[block]), samples))  # the rows' draws in order: one stream however blocked
+        step = np.sqrt(v[block])[:, None] * eps
+        value, d1, d2 = lik.values(y[block, None], n if one else n[block, None], m[block, None] + step)
+        control = step * step  # the Taylor control variate f'(m) s + ½ f''(m) (s² − v), formed in place
+        control -= v[block, None]
+        control *= 0.5 * curvature[block, None]
+        control += slope[block, None] * step
+        value -= control
         out[0, block], out[1, block], out[2, block] = value @ average, d1 @ average, d2 @ average
         wide = v[block] > STEIN
         if wide.any():  # E[f''] = E[ε f'] / √v (Stein): f'' is a spike the draws of a wide margin miss
-            out[2, block] = np.where(wide, (d1 * eps[block]) @ average / np.sqrt(v[block]), out[2, block])
+            out[2, block] = np.where(wide, (d1 * eps) @ average / np.sqrt(v[block]), out[2, block])
         value -= out[0, block, None]  # the variance from the deviations of the mean already formed
         out[3, block] = np.einsum("ij,ij->i", value, value) / (samples * (samples - 1)) if samples > 1 else np.nan
     return tuple(out.reshape((4,) + shape))
