@@ -25,7 +25,7 @@ WIDE = 2.0  # margins with a larger variance use the split Gauss–Legendre rule
 BANDS = ((8, 0.04), (16, 0.23), (32, 0.68), (48, WIDE))
 
 
-def hermite(m, v, nodes: int = 48):
+def hermite(m, v, nodes: int):
     """Nodes (k, nodes) and the shared weights (nodes,) of E[h(η)], η ~ N(m, v), by `nodes`-point
     Gauss–Hermite."""
     x, w = _gauss_hermite(nodes)
