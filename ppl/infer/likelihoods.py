@@ -358,7 +358,7 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
     average = np.full(samples, 1.0 / samples)  # means as products with it: one BLAS pass, no reduction
     for start in range(0, m.size, rows):
         block = slice(start, start + rows)
-        eps = rng.standard_normal((len(m[block]), samples))  # the rows' draws in order: one stream however blocked
+        eps = rng.standard_normal((min(rows, m.size - start), samples))  # in row order: one stream however blocked
         step = np.sqrt(v[block])[:, None] * eps
         value, d1, d2 = lik.values(y[block, None], n if one else n[block, None], m[block, None] + step)
         control = step * step  # the Taylor control variate f'(m) s + ½ f''(m) (s² − v), formed in place
