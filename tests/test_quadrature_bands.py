@@ -72,3 +72,22 @@ def test_many_margins_go_through_in_blocks_with_the_same_results():
     parts = np.concatenate([np.array(quadrature(lik, y[i:i + 7], 1.0, m[i:i + 7], v[i:i + 7]))
                             for i in range(0, v.size, 7)], axis=1)
     np.testing.assert_allclose(whole, parts, rtol=1e-15, atol=1e-300)
+
+
+def test_cvi_draws_do_not_depend_on_the_blocks(monkeypatch):
+    """monte_carlo draws each block's ε as it goes: one stream, so a margin's draws are its own
+    whatever the block size, and the estimates agree to rounding (BLAS sums a block's rows in an
+    order that depends on its shape)."""
+    from ppl.infer import likelihoods
+    rng = np.random.default_rng(6)
+    v = np.concatenate([rng.uniform(1e-4, 2.0, 997), [5e3]])  # a margin past STEIN takes Stein's f''
+    m, y = rng.normal(size=v.size), (rng.random(v.size) < 0.5).astype(float)
+    lik = LIKELIHOODS[("Bernoulli", "logistic")]
+    whole = likelihoods.monte_carlo(lik, y, 1.0, m, v, np.random.default_rng(1), 16)
+    monkeypatch.setattr(likelihoods, "BLOCK", 16 * 7)  # blocks of 7 rows
+    blocked = likelihoods.monte_carlo(lik, y, 1.0, m, v, np.random.default_rng(1), 16)
+    for a, b in zip(whole, blocked):
+        np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-16)
+    eps = np.random.default_rng(1).standard_normal((v.size, 16))  # the draws as one array, row by row
+    eta = m[:, None] + np.sqrt(v)[:, None] * eps
+    np.testing.assert_allclose(whole[1][:-1], lik.d1(y[:-1, None], 1.0, eta[:-1]).mean(axis=1), rtol=1e-12, atol=1e-15)
