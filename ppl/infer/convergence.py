@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppl.families import LogNormal, Normal
-from ppl.infer.held_gaussian import HeldGaussian
+from ppl.infer.held_gaussian import HeldGaussian, shift_in_sds
 
 SMOOTHING = 10  # sweeps per window of the smoothed trace
 RATIO_CAP = 0.999  # a contraction ratio above this is treated as this (gap ≤ 1000 increments)
@@ -297,10 +297,7 @@ def _largest_change(family, after: tuple, before: tuple, known=None) -> tuple:
     for rows in blocks:
         m1, s1 = location(family, *_part(after, rows))
         m0 = known if known is not None and len(blocks) == 1 else location(family, *_part(before, rows), sd=False)[0]
-        scale = np.maximum(s1, 1e-6 * (1 + np.abs(m1)))
-        with np.errstate(invalid="ignore"):
-            # np.fmax ignores NaN as np.nanmax does, without its wrapper's cost (3 us against 0.8)
-            value = max(value, float(np.fmax.reduce(np.abs(m1 - m0) / scale, axis=None, initial=0.0)))
+        value = max(value, shift_in_sds(m1, m0, s1))
     return value, (m1 if len(blocks) == 1 else None)
 
 

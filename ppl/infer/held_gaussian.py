@@ -12,6 +12,7 @@ class HeldGaussian:
     ppl.infer.coordinate_gaussian.CoordinateGaussian): `mean`, `sd`, `entropy`, the margins of rows
     (`linear`, `quadratic`), the stopping rule's `largest_shift`, `sample`, and the family's D × D
     `natural` and `moments` formed on demand; `factored`, the `GaussianSum` it was solved from.
+    Each form gives `_covariance()`, Σ (D × D) as a new array, which only `moments` asks for.
     Immutable once solved."""
 
     _natural = _moments = None  # the family's (1, D + D²) arrays, once formed
@@ -33,6 +34,11 @@ class HeldGaussian:
             self._moments = np.concatenate([self.mean, second.reshape(-1)])[None, :]
         return self._moments
 
-    def _covariance(self) -> np.ndarray:
-        """Σ (D × D), a new array: what only `moments` forms."""
-        raise NotImplementedError
+
+def shift_in_sds(mean: np.ndarray, before: np.ndarray, sd: np.ndarray, floor: float = 1e-6) -> float:
+    """max |mean − before| / sd over the elements, sd floored at `floor` (1 + |mean|) so that a
+    probability near 0 or 1 does not dominate: the stopping rule's mean test. NaN is ignored
+    (np.fmax, as np.nanmax without its wrapper's cost: 0.8 us against 3)."""
+    with np.errstate(invalid="ignore"):
+        ratio = np.abs(mean - before) / np.maximum(sd, floor * (1.0 + np.abs(mean)))
+        return float(np.fmax.reduce(ratio, axis=None, initial=0.0))

@@ -251,11 +251,8 @@ def quadrature(lik: Likelihood, y, n, m, v):
     all three integrands."""
     if lik.closed_form is not None:
         return lik.closed_form(y, n, m, v)
-    shape = np.broadcast(y, n, m, v).shape  # one C call (np.broadcast_shapes is a dozen in Python)
-    y, m, v = (a.reshape(-1) if type(a) is np.ndarray and a.dtype == float and a.shape == shape else _flat(a, shape)
-               for a in (y, m, v))
-    one = type(n) is float  # trials given as one number (1.0: Bernoulli) stay a number, not an array of copies
-    n = n if one else _flat(n, shape)
+    shape, y, n, m, v = _flat_inputs(y, n, m, v)
+    one = type(n) is float
     out = np.empty((3, m.size))
     for rows, rule, nodes in by_width(v):  # one rule for all (the usual case): consecutive margins, sliced
         step = max(BLOCK // nodes, 1)
@@ -267,8 +264,19 @@ def quadrature(lik: Likelihood, y, n, m, v):
     return tuple(out.reshape((3,) + shape))
 
 
+def _flat_inputs(y, n, m, v) -> tuple:
+    """(shape, y, n, m, v): the inputs broadcast together, flattened; trials given as one number
+    (1.0: Bernoulli) stay a number, not an array of copies."""
+    shape = np.broadcast(y, n, m, v).shape  # one C call (np.broadcast_shapes is a dozen in Python)
+    y, m, v = (_flat(a, shape) for a in (y, m, v))
+    return shape, y, (n if type(n) is float else _flat(n, shape)), m, v
+
+
 def _flat(a, shape: tuple) -> np.ndarray:
-    """`a` as floats broadcast to `shape`, flattened (no copy when it has that shape already)."""
+    """`a` as floats broadcast to `shape`, flattened (no copy when it has that shape already; a
+    float array of that shape is only reshaped, without asarray's call)."""
+    if type(a) is np.ndarray and a.dtype == float and a.shape == shape:
+        return a.reshape(-1)
     a = np.asarray(a, dtype=float)
     return (a if a.shape == shape else np.broadcast_to(a, shape)).reshape(-1)
 
@@ -348,10 +356,8 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
     if lik.name == "Normal":
         value, g1, g2 = np.broadcast_arrays(*lik.closed_form(y, n, m, v))
         return value, g1, g2, np.zeros(value.shape)
-    shape = np.broadcast(y, n, m, v).shape
-    y, m, v = (_flat(a, shape) for a in (y, m, v))
-    one = type(n) is float  # one trial count for all (1.0: Bernoulli) stays a number, as in `quadrature`
-    n = n if one else _flat(n, shape)
+    shape, y, n, m, v = _flat_inputs(y, n, m, v)
+    one = type(n) is float
     out = np.empty((4, m.size))
     _, slope, curvature = lik.values(y, n, m)
     rows = max(1, BLOCK // samples)
