@@ -248,11 +248,16 @@ def ppl_stop(trace, q, tol: float, mean_tol: float) -> bool:
     within `tol` nats of its fixed point, |d|/(1 − ρ) ≤ tol with d the last increment and ρ the
     largest of the last three ratios of positive increments (capped at 0.999; the cap
     itself after the second sweep), and then no mean moved by more than `mean_tol` posterior sds
-    in the last sweep (measured only when the ELBO test passes, as ppl does)."""
+    in the last sweep (measured only when the ELBO test passes, as ppl does). A last increment
+    below ρ times the one before counts as that, the rate's prediction (a sweep that dips does not
+    stop a crawl, as in ppl)."""
     if len(trace) < 2:
         return False
     tail = trace[-5:]
     increments = [b - a for a, b in zip(tail[:-1], tail[1:])]
     ratios = [b / a for a, b in zip(increments[:-1], increments[1:]) if a > 0 and b >= 0]
     rho = min(max(ratios, default=0.0), 0.999) if len(increments) > 1 else 0.999
-    return abs(increments[-1]) / (1 - rho) <= tol and q.largest_shift() <= mean_tol
+    d = increments[-1]
+    if len(increments) > 1 and abs(d) < rho * abs(increments[-2]):
+        d = rho * increments[-2]
+    return abs(d) / (1 - rho) <= tol and q.largest_shift() <= mean_tol
