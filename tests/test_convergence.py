@@ -215,32 +215,6 @@ def test_mean_tol_must_be_positive(capsys):
     assert "mean_tol (--mean-tol) must be positive" in capsys.readouterr().err
 
 
-class _Stochastic:
-    pure_vmp, stochastic, families = False, True, {"x": fam.Normal()}
-
-
-def test_a_precise_climbing_trace_stops_by_the_fixed_point_test():
-    """Estimates with standard errors far below the increments: the geometric climb L_t = −c ρ^t
-    stops once d/(1 − ρ) ≤ tol·|L| (long before two 10-sweep windows could agree), while the same
-    trace with exact entries (se 0: the Monte Carlo estimate was too noisy to use) or with
-    increments inside their noise waits for the windows."""
-    def run(se, tol=1e-3, level=-100.0, scale=5.0):
-        monitor, trace, ses = Monitor(_Stochastic(), tol=tol, mean_tol=1e-5), [], []
-        for t in range(1, 400):
-            trace.append(level - scale * 0.6 ** t)
-            ses.append(se)
-            if monitor.done(trace, _State(0.0), trace_se=ses):
-                return t, monitor.report, trace
-        return None, monitor.report, trace
-
-    t, report, trace = run(1e-6)
-    assert report.rule == "precise estimates" and t < 2 * 10
-    d = trace[-1] - trace[-2]
-    assert d / (1 - 0.6) <= 1e-3 * abs(trace[-1]) < (trace[-2] - trace[-3]) / (1 - 0.6)  # the first sweep that passes
-    assert run(0.0)[1].rule == "smoothed trace"  # exact entries: the windows
-    assert run(1e-3, scale=1e-4)[1].rule == "smoothed trace"  # increments within 3 se: the windows
-
-
 def test_laplace_and_delta_are_accelerated_by_default_judged_by_the_residual():
     """binary_fa under delta: the objective is not a bound, so an extrapolation is kept when the
     fixed-point residual did not grow; it reaches the plain run's fixed point in fewer sweeps."""

@@ -193,17 +193,23 @@ class Monitor:
         return change <= self.mean_tol
 
     def _settled(self, trace: list, trace_se) -> bool:
-        """The fixed-point test, in tol × |L|, on a trace of precise estimates that is still climbing."""
+        """The fixed-point test, in tol × |L|, on a trace of precise estimates that climbs: its
+        increments beyond 3 standard errors, positive and shrinking, the last of them possibly
+        within its noise (the climb has reached it: then the rate's prediction counts for it)."""
         if trace_se is None or len(trace) < RATIOS + 2:
             return False
         se = np.asarray(trace_se[-RATIOS - 2:])
         d = np.diff(trace[-RATIOS - 2:])
-        if not (np.all(se > 0) and np.all(d > 3 * np.hypot(se[1:], se[:-1])) and np.all(np.diff(d) < 0)):
+        noise = 3 * np.hypot(se[1:], se[:-1])
+        ended = abs(d[-1]) <= noise[-1]
+        climb = d[:-1] if ended else d
+        if not (np.all(se > 0) and np.all(climb > noise[:len(climb)]) and np.all(np.diff(climb) < 0)):
             return False
-        rho = min(float(np.max(d[1:] / d[:-1])), RATIO_CAP)
-        if d[-1] / (1 - rho) > self.tol * abs(trace[-1]):
+        rho = min(float(np.max(climb[1:] / climb[:-1])), RATIO_CAP)
+        last = max(rho * climb[-1], abs(d[-1])) if ended else d[-1]
+        if last / (1 - rho) > self.tol * abs(trace[-1]):
             return False
-        self.report = Convergence("precise estimates", elbo_change=float(d[-1]), elbo_gap=float(d[-1] * rho / (1 - rho)),
+        self.report = Convergence("precise estimates", elbo_change=float(d[-1]), elbo_gap=float(last * rho / (1 - rho)),
                                   se=float(se[-1]))
         return True
 

@@ -206,14 +206,16 @@ def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> 
     interrupted = False
     accel = place.accelerator(options) if options.damping == 1.0 and not restarted else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
-    iteration, residuals = 0, _Residuals(problem)
+    iteration, residuals, clock = 0, _Residuals(problem), 0
+    whole_rows = not any(getattr(f, "batch", None) for f in problem.factors)  # no minibatch: its own clock
     for iteration in range(1, options.max_iter + 1):
+        clock += 1
         before = dict(state.natural) if problem.pure_vmp and place.whole else None  # λ arrays are replaced, never written
         if accel is not None:  # after `before`: a decrease is replayed from the last recorded point
             accel.before_sweep(state)
             if accel.fallback is not None:
                 place.moved(state)
-        new, se = place.sweep(state, lambda name: options.damping * problem.step(name, iteration) * shrink.get(name, 1.0))
+        new, se = place.sweep(state, lambda name: options.damping * problem.step(name, clock) * shrink.get(name, 1.0))
         if not math.isfinite(new):
             if accel is None or accel.fallback is None:
                 raise place.not_finite(state)
@@ -231,6 +233,8 @@ def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> 
             warnings.warn(f"ELBO decreased by {elbo - new:.3g} in sweep {iteration}", ElboDecreaseWarning, stacklevel=3)
         elif fell and problem.damped and oscillates:
             notes.extend(_damp(problem, shrink, iteration))
+        if whole_rows and _climbs(new, elbo, se, trace_se[-1] if trace_se else 0.0):
+            clock -= 1  # the step's signal is far above its noise: no averaging needed yet
         trace.append(new)
         trace_se.append(se)
         if options.record_terms and place.whole:
@@ -261,6 +265,14 @@ def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> 
                warnings=notes, elbo=exact, trace_se=trace_se, term_trace=terms,
                convergence=monitor.finish(state if interrupted else None), interrupted=interrupted,
                sampled=not place.whole)
+
+
+def _climbs(new: float, old: float, se: float, old_se: float) -> bool:
+    """The sweep's ELBO estimate rose by more than 3 standard errors of the difference: a
+    stochastic step whose signal dominates its noise, which a decaying step would only slow (the
+    Robbins–Monro clock of `step_size` holds). Exact entries (se 0: the estimate was too noisy to
+    use) never hold it."""
+    return se > 0 and new - old > 3 * math.hypot(se, old_se)
 
 
 def timed_out(report: Convergence, options: Options, iteration: int, unit: str = "sweep") -> str:
