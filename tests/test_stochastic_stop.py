@@ -90,3 +90,18 @@ def test_cvi_steps_whole_while_its_estimates_climb_beyond_their_noise(monkeypatc
     small = model.infer({"X": x[:200], "y": y[:200]}, seed=0, methods={"y": "cvi"})
     assert small.trace_se is not None and not any(small.trace_se)
     assert sorted(set(clock)) == list(range(1, small.iterations + 1))
+
+
+def test_the_clock_holds_only_for_a_shrinking_climb_beyond_the_noise():
+    """`_climbs`: a rise of more than 3 standard errors that is smaller than the rise before holds
+    the clock; a rise after a fall (a noise ball), a rise within the noise, a rise larger than the
+    one before, and any exact entry (se 0) do not. The first sweep compares with the exact first
+    ELBO."""
+    from ppl.infer.engine import _climbs
+    se = [1e-3, 1e-3, 1e-3]
+    assert _climbs([-100.0, -10.0, -9.0], se)
+    assert _climbs([-100.0, -10.0], [0.0, 1e-3])  # the first sweep, from the exact first ELBO
+    assert not _climbs([-10.0, -10.5, -10.0], se)  # a rise after a fall
+    assert not _climbs([-10.0, -9.0, -8.999], se)  # within 3 se
+    assert not _climbs([-10.0, -9.0, -7.0], se)  # growing, not contracting
+    assert not _climbs([-100.0, -10.0, -9.0], [0.0, 0.0, 0.0])  # exact entries

@@ -233,7 +233,8 @@ def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> 
             warnings.warn(f"ELBO decreased by {elbo - new:.3g} in sweep {iteration}", ElboDecreaseWarning, stacklevel=3)
         elif fell and problem.damped and oscillates:
             notes.extend(_damp(problem, shrink, iteration))
-        if whole_rows and _climbs(new, elbo, se, trace_se[-1] if trace_se else 0.0):
+        entries, ses = (trace[-2:], trace_se[-2:]) if trace else ([elbo], [0.0])  # the first ELBO is exact
+        if whole_rows and _climbs(entries + [new], ses + [se]):
             clock -= 1  # the step's signal is far above its noise: no averaging needed yet
         trace.append(new)
         trace_se.append(se)
@@ -267,12 +268,17 @@ def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> 
                sampled=not place.whole)
 
 
-def _climbs(new: float, old: float, se: float, old_se: float) -> bool:
-    """The sweep's ELBO estimate rose by more than 3 standard errors of the difference: a
-    stochastic step whose signal dominates its noise, which a decaying step would only slow (the
-    Robbins–Monro clock of `step_size` holds). Exact entries (se 0: the estimate was too noisy to
-    use) never hold it."""
-    return se > 0 and new - old > 3 * math.hypot(se, old_se)
+def _climbs(entries: list, se: list) -> bool:
+    """The last of `entries` (ELBO estimates; `se` their standard errors, the last two) rose by
+    more than 3 standard errors of the difference, and by less than the sweep before rose: a
+    stochastic step still climbing like a contraction, its signal far above its noise, which a
+    decaying step would only slow (the Robbins–Monro clock of `step_size` holds). At a noise ball
+    the increments change sign, and a rise after a fall runs the clock. Exact entries (se 0:
+    the estimate was too noisy to use) never hold it."""
+    if len(se) < 2 or not se[-1] > 0:
+        return False
+    d = entries[-1] - entries[-2]
+    return d > 3 * math.hypot(se[-1], se[-2]) and (len(entries) < 3 or 0 < d < entries[-2] - entries[-3])
 
 
 def timed_out(report: Convergence, options: Options, iteration: int, unit: str = "sweep") -> str:
