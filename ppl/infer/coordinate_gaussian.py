@@ -22,8 +22,6 @@ from ppl.families.base import triangle_inverse
 from ppl.infer.held_gaussian import HeldGaussian, shift_in_sds
 from ppl.infer.rows import dot_rows, one_hot
 
-_LOG_2PI = np.log(2.0 * np.pi)
-
 
 class DensePrior:
     """The dense part (h₀, P₀) of a sum solved by its coordinate sites, read once from the
@@ -46,7 +44,6 @@ class CoordinateGaussian(HeldGaussian):
         h = shift + (prior.h if scale == 1.0 else scale * prior.h)
         self.mean = self.inverse.T @ (self.inverse @ h)
         self.logdet = float(2.0 * np.log(chol.diagonal()).sum())
-        self.entropy = 0.5 * family.dim * (1.0 + _LOG_2PI) - 0.5 * self.logdet
         rows, _, self.tau = factored.parts[0] if len(factored.parts) == 1 else (None, None, None)
         self.rows = rows  # the one part's rows and τ: what SQUAREM steps on (ppl.infer.accelerate)
 
@@ -83,10 +80,6 @@ class CoordinateGaussian(HeldGaussian):
             return None
         total.prior = prior
         return cls(family, prior, total.scale, (diagonal, shift), total, chol)
-
-    @property
-    def sd(self) -> np.ndarray:
-        return np.sqrt(np.maximum(self.var, 0.0))
 
     def linear(self, c: np.ndarray, flat: np.ndarray | None = None) -> np.ndarray:
         """cᵀμ for rows c (any leading axes + (D,)): μ[k] for coordinate rows."""

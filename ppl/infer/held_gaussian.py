@@ -6,19 +6,30 @@ from __future__ import annotations
 
 import numpy as np
 
+LOG_2PI = np.log(2.0 * np.pi)
+
 
 class HeldGaussian:
     """A Gaussian vector's q held in a structured form that its readers know (`KernelGaussian`,
     ppl.infer.coordinate_gaussian.CoordinateGaussian): `mean`, `sd`, `entropy`, the margins of rows
     (`linear`, `quadratic`), the stopping rule's `largest_shift`, `sample`, and the family's D × D
     `natural` and `moments` formed on demand; `factored`, the `GaussianSum` it was solved from.
-    Each form gives `_covariance()`, Σ (D × D) as a new array, which only `moments` asks for.
-    Immutable once solved."""
+    Each form gives `logdet` (log|Λ|), `var` and `_covariance()`, Σ (D × D) as a new array, which
+    only `moments` asks for. Immutable once solved."""
 
     _natural = _moments = None  # the family's (1, D + D²) arrays, once formed
 
     def copy(self) -> "HeldGaussian":
         return self  # immutable
+
+    @property
+    def entropy(self) -> float:
+        """H[q] = ½ D (1 + log 2π) − ½ log|Λ|."""
+        return 0.5 * self.family.dim * (1.0 + LOG_2PI) - 0.5 * self.logdet
+
+    @property
+    def sd(self) -> np.ndarray:
+        return np.sqrt(np.maximum(self.var, 0.0))
 
     def natural(self) -> np.ndarray:
         """(1, D + D²): λ in the family's layout, formed once on demand."""

@@ -367,7 +367,8 @@ def monte_carlo(lik: Likelihood, y, n, m, v, rng: np.random.Generator, samples: 
     _, slope, curvature = lik.values(y, n, m)
     rows, pairs = max(1, BLOCK // samples), samples // 2
     drawn = samples - pairs  # the draws of ε: one per pair, and the lone draw of an odd count
-    average, total = np.full(samples, 1.0 / samples), np.full(drawn, 1.0 / samples)  # means as BLAS products
+    average = np.full(samples, 1.0 / samples)  # means as BLAS products; `total`: over the +ε draws only
+    total = average[:drawn]
     for start in range(0, m.size, rows):
         block = slice(start, start + rows)
         eps = rng.standard_normal((min(rows, m.size - start), drawn))  # in row order: one stream however blocked

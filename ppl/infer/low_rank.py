@@ -16,10 +16,8 @@ import functools
 import numpy as np
 
 from ppl.families.base import diagonal_of
-from ppl.infer.held_gaussian import HeldGaussian
+from ppl.infer.held_gaussian import HeldGaussian, shift_in_sds
 from ppl.infer.rows import ROW_BLOCK, dot_rows, weighted_gram
-
-_LOG_2PI = np.log(2.0 * np.pi)
 
 
 class Diagonal:
@@ -222,7 +220,6 @@ class KernelGaussian(HeldGaussian):
         self.b = a - root * self._solve(root * (rows_mean + self.gram @ a))
         self.own_mean = rows_mean + self.gram @ self.b  # R μ
         self.logdet = prior.logdet + (family.dim * np.log(scale) if scale != 1.0 else 0.0) + logdet_b  # log|Λ|
-        self.entropy = 0.5 * family.dim * (1.0 + _LOG_2PI) - 0.5 * self.logdet
         self._mean = self._u = self._var = self._own = None
 
     def _solve(self, x: np.ndarray) -> np.ndarray:
@@ -280,12 +277,8 @@ class KernelGaussian(HeldGaussian):
         low = shift / np.maximum(self.prior.sd if self.scale == 1.0 else np.sqrt(1.0 / self.p), floor_sd)
         with np.errstate(invalid="ignore"):  # np.fmax.reduce: np.nanmax's maximum without its wrapper
             columns = (high >= np.fmax.reduce(low, initial=0.0)).nonzero()[0]  # np.flatnonzero without its ravel
-            sd = np.sqrt(np.maximum(self.var_at(columns), 0.0))
-            return float(np.fmax.reduce(shift[columns] / np.maximum(sd, floor_sd[columns]), initial=0.0))
-
-    @property
-    def sd(self) -> np.ndarray:
-        return np.sqrt(np.maximum(self.var, 0.0))
+        sd = np.sqrt(np.maximum(self.var_at(columns), 0.0))
+        return shift_in_sds(mean[columns], before[columns], sd, floor)
 
     def linear(self, c: np.ndarray, flat: np.ndarray | None = None) -> np.ndarray:
         """cᵀμ for rows c (any leading axes + (D,)): R μ = R m₀ + G b for R's own rows, no product with R.

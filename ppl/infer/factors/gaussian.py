@@ -76,22 +76,27 @@ class GaussianFactor(FactorRuntime):
 
     def _expected_log(self, state):
         kernel = state.kernel_of(self.factor.target.name) if self.dim else None
-        if isinstance(kernel, CoordinateGaussian) and self._own_prior(state, kernel):
-            err = kernel.prior_error(self.mean.offset)  # tr(P Σ) from the sites: no D × D covariance
-            return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * err
-        if isinstance(kernel, KernelGaussian) and self.precision.diagonal is not None and not self.mean.terms:
-            # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
-            p = self.precision.diagonal
-            if kernel.prior.p is p:  # the solve's prior is this statement's own message (`_diagonal_message`)
-                err = kernel.prior_error()
-            else:
-                err = kernel.weighted_variance(p) + np.sum(p * (kernel.mean - self.mean.offset) ** 2, -1)
+        err = self._held_error(state, kernel) if kernel is not None else None
+        if err is not None:
             return 0.5 * self.precision.logdet - 0.5 * self.dim * LOG_2PI - 0.5 * err
         prec, logdet = self.precision.expect(state)
         err = self._squared_error(state)
         if not self.dim:
             return 0.5 * logdet - 0.5 * LOG_2PI - 0.5 * prec * err
         return 0.5 * logdet - 0.5 * self.dim * LOG_2PI - 0.5 * np.einsum("...ij,...ji->...", prec, err)
+
+    def _held_error(self, state, kernel):
+        """E[(x − m)ᵀ P (x − m)] read off a q held in a structured form without its D × D
+        covariance, or None when this statement's precision is not one the form weighs by."""
+        if isinstance(kernel, CoordinateGaussian) and self._own_prior(state, kernel):
+            return kernel.prior_error(self.mean.offset)  # tr(P Σ) from the sites
+        if isinstance(kernel, KernelGaussian) and self.precision.diagonal is not None and not self.mean.terms:
+            # q of the value held in data space (ppl.infer.low_rank): Σ_d P_d (Var w_d + (E w_d − m_d)²)
+            p = self.precision.diagonal
+            if kernel.prior.p is p:  # the solve's prior is this statement's own message (`_diagonal_message`)
+                return kernel.prior_error()
+            return kernel.weighted_variance(p) + np.sum(p * (kernel.mean - self.mean.offset) ** 2, -1)
+        return None
 
     def _own_prior(self, state, kernel) -> bool:
         """Whether q's dense part is this statement's own constant message (a GP's prior): its
