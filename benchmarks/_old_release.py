@@ -3,13 +3,14 @@
 in a child process on today's model files, so that a table can set today's default beside the
 default a user had then.
 
-The child imports ppl from the export alone, fits each model with its defaults (seed 1) and
-prints one JSON line per model: sweeps, CPU seconds of the fit (time.process_time: CPU, not
-wall, so that the other jobs of a shared machine weigh less; the least over the rounds, a fit
-shorter than `SHORT` called in each round until `SHORT` seconds of CPU are spent), the ELBO
-and the ELBO of its own tight run (relative tol 1e-13: the ELBO's definition has changed
-since for some models, so the old default is measured against its own fixed point), or the
-error of a model the old release cannot run.
+The child imports ppl from the export alone and stays up: asked for a model, it fits it with
+its defaults (seed 1) for one round and answers one JSON line: sweeps, CPU seconds of the fit
+(time.process_time: CPU, not wall, so that the other jobs of a shared machine weigh less; a fit
+shorter than `SHORT` called until `SHORT` seconds of CPU are spent, the least taken), the ELBO
+and the ELBO of its own tight run (relative tol 1e-13: the ELBO's definition has changed since
+for some models, so the old default is measured against its own fixed point), or the error of a
+model the old release cannot run. One round at a time, so that the caller interleaves the old
+release's rounds with today's runs (benchmarks/convergence.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from benchmarks.logistic_sweeps import SHORT  # CPU seconds each round of a short fit takes at least
@@ -31,22 +31,25 @@ import json, sys, time, warnings
 sys.path.insert(0, sys.argv[1])
 warnings.simplefilter("ignore")
 import ppl
-models, repeat, short = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-for name in sys.argv[5:]:
+models, short = sys.argv[2], float(sys.argv[3])
+loaded = {}
+for line in sys.stdin:  # one request a line: a model's name; one JSON line back
+    name = line.strip()
     try:
-        model, best = ppl.load(f"{models}/{name}.vim"), float("inf")
-        tight = model.infer(f"{models}/{name}.csv", seed=1, tol=1e-13, max_iter=3000)  # also warms up
-        for _ in range(repeat):
-            spent = 0.0
-            while spent < short:  # a fit of milliseconds is called until `short` seconds of CPU are spent
-                start = time.process_time()
-                posterior = model.infer(f"{models}/{name}.csv", seed=1)
-                took = time.process_time() - start
-                best, spent = min(best, took), spent + took
-        row = {"sweeps": posterior.iterations, "cpu": best, "elbo": posterior.elbo, "tight": tight.elbo}
+        if name not in loaded:  # first request: load, and its tight run (which also warms up)
+            model = ppl.load(f"{models}/{name}.vim")
+            loaded[name] = model, model.infer(f"{models}/{name}.csv", seed=1, tol=1e-13, max_iter=3000).elbo
+        model, tight = loaded[name]
+        best, spent = float("inf"), 0.0
+        while spent < short:  # a fit of milliseconds is called until `short` seconds of CPU are spent
+            start = time.process_time()
+            posterior = model.infer(f"{models}/{name}.csv", seed=1)
+            took = time.process_time() - start
+            best, spent = min(best, took), spent + took
+        row = {"sweeps": posterior.iterations, "cpu": best, "elbo": posterior.elbo, "tight": tight}
     except Exception as error:  # the old release may not know a newer model's syntax
         row = {"error": f"{type(error).__name__}: {error}"[:200]}
-    print(json.dumps({"name": name, **row}), flush=True)
+    print(json.dumps(row), flush=True)
 """
 
 
@@ -58,15 +61,30 @@ def export(directory: Path, commit: str = OLD_RELEASE) -> Path:
     return directory
 
 
-def measure(names: list, repeat: int, release: Path | None = None) -> dict:
-    """{model: {"sweeps", "cpu", "elbo", "tight"} or {"error"}} of the old release's defaults; `release`
-    an export made before (`export`), else one made for this call in a temporary directory."""
-    if release is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return measure(names, repeat, export(Path(tmp) / "release"))
-    env = {**os.environ, "PYTHONPATH": str(release)}
-    argv = [str(release), str(ROOT / "models"), str(repeat), str(SHORT), *names]
-    out = subprocess.run([sys.executable, "-c", CHILD, *argv],
-                         env=env, cwd=release, capture_output=True, text=True, check=True).stdout
-    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return {row.pop("name"): row for row in rows}
+class Release:
+    """The old release in a child process that answers one request at a time, so that its rounds
+    can take turns with today's: `round(name)` is one round of the model's default fit (the least
+    CPU time over the calls that fill `SHORT` seconds), as {"sweeps", "cpu", "elbo", "tight"} (its
+    own tight run's ELBO) or {"error"}. Use as a context manager; `release` is an export
+    (`export`)."""
+
+    def __init__(self, release: Path):
+        env = {**os.environ, "PYTHONPATH": str(release)}
+        argv = [str(release), str(ROOT / "models"), str(SHORT)]
+        self.child = subprocess.Popen([sys.executable, "-c", CHILD, *argv], env=env, cwd=release, text=True,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def round(self, name: str) -> dict:
+        self.child.stdin.write(name + "\n")
+        self.child.stdin.flush()
+        line = self.child.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the old release's process ended while fitting {name}")
+        return json.loads(line)
+
+    def __enter__(self) -> "Release":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.child.stdin.close()
+        self.child.wait()
