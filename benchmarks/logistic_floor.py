@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-# Gauss–Hermite nodes by the margin's variance (nodes, largest v), as ppl takes them: 1e-14 at most
-HERMITE = tuple((n, v, x, w / np.sqrt(np.pi)) for n, v in ((8, 0.04), (16, 0.23), (32, 0.68), (48, 2.0))
-                for x, w in [np.polynomial.hermite.hermgauss(n)])
+from ppl.infer.margin_nodes import BANDS
+
+# Gauss–Hermite nodes by the margin's variance (nodes, largest v, x, w): ppl's bands, 1e-14 at most
+HERMITE = tuple((n, v, x, w / np.sqrt(np.pi)) for n, v in BANDS for x, w in [np.polynomial.hermite.hermgauss(n)])
 LEGENDRE_NODES, LEGENDRE_WEIGHTS = np.polynomial.legendre.leggauss(96)
 BLOCK = 16384  # margins × nodes per block of the quadrature (128 KB arrays: in cache)
 ROWS = 8192  # rows per block of a data product

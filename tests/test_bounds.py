@@ -12,7 +12,8 @@ from scipy import optimize
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
 
 import ppl
-from ppl.infer.likelihoods import LIKELIHOODS, bohning, jaakkola, jaakkola_lambda, quadrature
+from ppl.infer.likelihoods import bohning, jaakkola, jaakkola_lambda, quadrature
+from ppl.infer.links import LIKELIHOODS
 
 from gaussian_optimum import gaussian_elbo_optimum
 from model_texts import LOGISTIC

@@ -9,7 +9,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, quadrature
+from ppl.infer.likelihoods import monte_carlo, quadrature
+from ppl.infer.links import LIKELIHOODS, gaussian
 
 from gaussian_optimum import adaptive_expectation, gh_expect
 

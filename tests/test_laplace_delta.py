@@ -15,7 +15,8 @@ import pytest
 from scipy.special import expit, log_expit
 
 import ppl
-from ppl.infer.likelihoods import LIKELIHOODS, delta, gaussian, laplace
+from ppl.infer.likelihoods import delta, laplace
+from ppl.infer.links import LIKELIHOODS, gaussian
 
 from gaussian_optimum import gaussian_elbo_optimum
 from model_texts import LOGISTIC

@@ -11,14 +11,14 @@ from scipy.special import expit, log_expit
 
 import ppl
 from ppl.diagnostics import PplError
-from ppl.infer import likelihoods
+from ppl.infer import likelihoods, links
 from ppl.infer.piecewise import table
 
 from gaussian_optimum import assert_at_optimum, gaussian_elbo_optimum, gh_expect
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
-ORDINAL = likelihoods.ordered_logistic()
-LOGISTIC = likelihoods.LIKELIHOODS[("Bernoulli", "logistic")]
+ORDINAL = links.ordered_logistic()
+LOGISTIC = links.LIKELIHOODS[("Bernoulli", "logistic")]
 CUT = np.array([-2.0, -0.7, 0.7, 2.0])
 
 

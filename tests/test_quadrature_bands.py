@@ -5,7 +5,8 @@ a margin's integral depends on its own variance only, not on the margins it is i
 import numpy as np
 import pytest
 
-from ppl.infer.likelihoods import LIKELIHOODS, ordered_logistic, quadrature
+from ppl.infer.likelihoods import quadrature
+from ppl.infer.links import LIKELIHOODS, ordered_logistic
 from ppl.infer.margin_nodes import BANDS, WIDE, by_width
 
 REFERENCE = np.polynomial.hermite.hermgauss(250)  # exact to rounding for v ≤ 2 (error ~ e^{-π√500/2})

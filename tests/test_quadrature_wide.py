@@ -14,7 +14,8 @@ from scipy.special import expit
 from scipy.stats import norm
 
 import ppl
-from ppl.infer.likelihoods import LIKELIHOODS, quadrature
+from ppl.infer.likelihoods import quadrature
+from ppl.infer.links import LIKELIHOODS
 
 LOGISTIC = LIKELIHOODS[("Bernoulli", "logistic")]
 WIDE = [(500.0, 1e8), (0.0, 1e6), (3000.0, 1e6), (-40.0, 1e4), (7.0, 400.0)]

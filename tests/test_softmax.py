@@ -17,14 +17,14 @@ import pytest
 from scipy.special import logsumexp, softmax
 
 import ppl
-from ppl.infer import likelihoods, softmax as rules
+from ppl.infer import likelihoods, links, softmax as rules
 
 from gaussian_optimum import assert_at_optimum, factorised_elbo_optimum
 from model_texts import IRIS_SOFTMAX as SMALL
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL, DATA = ROOT / "models" / "multinomial_logistic.vim", ROOT / "models" / "multinomial_logistic.csv"
-LOGISTIC = likelihoods.LIKELIHOODS[("Bernoulli", "logistic")]
+LOGISTIC = links.LIKELIHOODS[("Bernoulli", "logistic")]
 
 
 def margins(rng, rows, k, spread=2.0, widest=1.0):

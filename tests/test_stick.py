@@ -15,7 +15,7 @@ import pytest
 from scipy.special import expit, log_expit
 
 import ppl
-from ppl.infer import likelihoods, softmax as rules
+from ppl.infer import likelihoods, links, softmax as rules
 from ppl.infer.piecewise import expected_llp, table
 
 from gaussian_optimum import factorised_elbo_optimum, gh_expect
@@ -23,7 +23,7 @@ from model_texts import IRIS_SOFTMAX
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL, DATA = ROOT / "models" / "multinomial_logistic.vim", ROOT / "models" / "multinomial_logistic.csv"
-LOGISTIC = likelihoods.LIKELIHOODS[("Bernoulli", "logistic")]
+LOGISTIC = links.LIKELIHOODS[("Bernoulli", "logistic")]
 Q10 = table("quadratic", 10)
 SMALL = IRIS_SOFTMAX.replace("softmax(w @ x[n]))", "softmax(w @ x[n])) @stick")
 

@@ -106,6 +106,12 @@ class Problem:
         return self.schedule.local_sweeps if self.pure_vmp else 1
 
     @property
+    def minibatched(self) -> bool:
+        """Some factor steps on a minibatch of its rows (`@cvi(minibatch=)`): its estimates of the
+        ELBO and its step clock are the batch's own."""
+        return any(getattr(f, "batch", None) for f in self.factors)
+
+    @property
     def approximate(self) -> bool:
         """Some rule's objective is Wang & Blei's approximation, not a bound (Laplace, delta)."""
         return any(getattr(f, "rule", "") in APPROXIMATE_RULES for f in self.factors)

@@ -207,7 +207,6 @@ def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> 
     accel = place.accelerator(options) if options.damping == 1.0 and not restarted else None
     monitor = Monitor(problem, options.tol, options.mean_tol, accelerated=accel is not None)
     iteration, residuals, clock = 0, _Residuals(problem), 0
-    whole_rows = not any(getattr(f, "batch", None) for f in problem.factors)  # no minibatch: its own clock
     for iteration in range(1, options.max_iter + 1):
         clock += 1
         before = dict(state.natural) if problem.pure_vmp and place.whole else None  # λ arrays are replaced, never written
@@ -234,7 +233,7 @@ def _sweeps(problem: Problem, options: Options, rng, progress, start, place) -> 
         elif fell and problem.damped and oscillates:
             notes.extend(_damp(problem, shrink, iteration))
         entries, ses = (trace[-2:], trace_se[-2:]) if trace else ([elbo], [0.0])  # the first ELBO is exact
-        if whole_rows and _climbs(entries + [new], ses + [se]):
+        if not problem.minibatched and _climbs(entries + [new], ses + [se]):
             clock -= 1  # the step's signal is far above its noise: no averaging needed yet
         trace.append(new)
         trace_se.append(se)
@@ -298,7 +297,7 @@ def _initial_elbo(problem: Problem, state) -> float:
     """The ELBO before the first sweep: exact, except that a Monte Carlo run on whole plates takes
     its estimate (CVI's draws there are the first step's; no quadrature over every row). A
     minibatch run stays exact: its estimate would draw a batch and shift the run's random stream."""
-    if problem.stochastic and not any(getattr(f, "batch", None) for f in problem.factors):
+    if problem.stochastic and not problem.minibatched:
         return problem.elbo_estimate(state)[0]
     return problem.elbo(state)
 

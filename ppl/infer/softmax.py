@@ -33,6 +33,7 @@ import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
 from ppl.infer import likelihoods
+from ppl.infer.links import LIKELIHOODS
 from ppl.infer.margin_nodes import margin_nodes
 from ppl.infer.softmax_moments import averages
 
@@ -117,7 +118,7 @@ def stick(tab):
     the first K − 1 predictors (m, v: lead + (K − 1,)): every stick is the binary piecewise rule
     with its outcome and trials; the sticks past y (no trial) give 0."""
     binary = likelihoods.piecewise(tab)
-    logistic = likelihoods.LIKELIHOODS[("Bernoulli", "logistic")]
+    logistic = LIKELIHOODS[("Bernoulli", "logistic")]
 
     def rule(y, m, v):
         outcome, trials = stick_data(y, m.shape[-1])

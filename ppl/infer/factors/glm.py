@@ -23,7 +23,7 @@ likelihood N(ỹ | η, τ̃⁻¹) — the natural gradient of E[log f] in that r
   expectation is the factor's ELBO term, so the objective is a strict lower bound;
 - `laplace`, `delta`: Wang & Blei's second-order expansions; their term is not a bound.
 
-`y ~ OrderedLogistic(η, cut)` is one more scalar likelihood of η (`likelihoods.ordered_logistic`):
+`y ~ OrderedLogistic(η, cut)` is one more scalar likelihood of η (`links.ordered_logistic`):
 its (y, n) are the cutpoints either side of each observed category.
 """
 
@@ -38,7 +38,8 @@ from ppl.diagnostics import ModelError
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.infer.factors.glm_options import cvi_step, minibatch, piecewise_rule, step_size
-from ppl.infer.likelihoods import LIKELIHOODS, gaussian, monte_carlo, ordered_logistic
+from ppl.infer.likelihoods import monte_carlo
+from ppl.infer.links import LIKELIHOODS, gaussian, ordered_logistic
 from ppl.infer.linear import LinearBuilder, margin, take_rows
 from ppl.infer.linear_message import read_message
 from ppl.infer.repeated import find_repeats
