@@ -187,6 +187,42 @@ def test_a_model_of_local_variables_only_plots_without_marginals(tmp_path):
     assert fig.subfigs[0].axes[0].get_title() == "theta[1,1]" and (tmp_path / "theta.png").stat().st_size > 1000
 
 
+AR_CHAIN = """data y: bool[T]
+a ~ Normal(0, 1)
+x[1] ~ Normal(0, 1)
+for t in 2..T { x[t] ~ Normal(a * x[t-1], 10.0) }
+for t in 1..T { y[t] ~ Bernoulli(logistic(x[t])) }
+"""
+
+
+def test_chains_plot_their_marginals(tmp_path):
+    """A Gaussian chain's statement reads x[t-1] beside x[t]: the prior listed for x was its first
+    statement's alone, improper past x[1], and drawing from it was a LinAlgError (fuzz seed
+    5000000); x now has no prior line. A categorical chain's draws are codes, and the elements
+    drawn were read off its probabilities' axes: an IndexError (seed 5000058)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    post = ppl.compile(AR_CHAIN).infer({"y": np.array([0, 1, 0, 1, 1])}, seed=0)
+    assert "x" not in post.priors and "a" in post.priors
+    fig = post.plot("marginals", path=tmp_path / "ar.png")
+    assert [ax.get_title() for ax in fig.subfigs[0].axes if ax.axison][1:] == [f"x[{t}]" for t in range(1, 6)]
+    hmm = ppl.load(MODELS / "hmm.vim").infer(MODELS / "hmm.csv", seed=0, max_iter=5)
+    fig = hmm.plot("marginals", vars="z", path=tmp_path / "hmm.png")
+    assert [ax.get_title() for ax in fig.subfigs[0].axes][:3] == ["z[1]", "z[2]", "z[3]"]
+
+
+def test_a_variable_drawn_by_several_statements_has_their_sum_as_its_prior():
+    """`x[1] ~ Normal(0, 1)` and `x[t] ~ Normal(0, 2)` for the rest: the prior plotted is both
+    (precision 1, then 2), where the first statement's alone left x[2:] with precision 0."""
+    text = """data y: bool[T]
+x[1] ~ Normal(0, 1)
+for t in 2..T { x[t] ~ Normal(0, 2) }
+for t in 1..T { y[t] ~ Bernoulli(logistic(x[t])) }
+"""
+    post = ppl.compile(text).infer({"y": np.array([0, 1, 1, 0])}, seed=0)
+    np.testing.assert_array_equal(post.priors["x"], [[0, -0.5], [0, -1], [0, -1], [0, -1]])
+
+
 def test_notebook_view_shows_the_table_and_what_it_leaves_out(gmm):
     html = gmm._repr_html_()
     assert html.count("<tr>") == 1 + 14 and "<td>pi[4]</td>" in html

@@ -95,19 +95,22 @@ def _own(problem, state, name: str, natural: np.ndarray, blocks: list) -> Family
 
 
 def _priors(problem, state, q: dict) -> "Priors":
-    """Natural parameters of each variable's own `~` statement at the final q of its parents
-    (the prior itself when its parameters are constants), for plots against the prior."""
+    """Natural parameters of each variable's own `~` statements at the final q of their parents
+    (the prior itself when its parameters are constants), for plots against the prior. A variable
+    drawn by several statements (`x[1] ~ …` and `x[t] ~ …` for the rest) has their sum; one that a
+    statement reads beside its target (`x[t] ~ Normal(a * x[t-1], τ)`, a chain) has no prior of
+    its own to draw from, and none is listed."""
     own = {}
     for name in q:
         statements = [f for f in problem.neighbours.get(name, ()) if getattr(f, "factor", None) is not None
                       and f.factor.target.name == name]
-        if statements and len(statements[0].reads.get(name, ())) == 1:  # the statement reads its target once
-            own[name] = statements[0]
+        if statements and all(len(f.reads.get(name, ())) == 1 for f in statements):  # each reads its target once
+            own[name] = statements
     return Priors(own, state, problem.shapes)
 
 
 class Priors(Mapping):
-    """name -> the natural parameters of its own statement, each computed when first asked for: a
+    """name -> the natural parameters of its own statements, each computed when first asked for: a
     prior `eye(D)` of a q held in data space is D × D only if a plot or a saved file needs it."""
 
     def __init__(self, own: dict, state, shapes: dict):
@@ -115,8 +118,8 @@ class Priors(Mapping):
 
     def __getitem__(self, name):
         if name not in self._values:
-            message = self._own[name].message(self._state, name)
-            self._values[name] = np.asarray(message).reshape(self._shapes[name] + (-1,))
+            message = sum(np.asarray(f.message(self._state, name)) for f in self._own[name])
+            self._values[name] = message.reshape(self._shapes[name] + (-1,))
         return self._values[name]
 
     def __iter__(self):

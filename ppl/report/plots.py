@@ -81,8 +81,10 @@ def _marginals(fig, posterior, names, seed) -> None:
         prior_draws = None
         if prior is not None:
             prior_draws = FamilyMarginal(posterior.marginals[name].family, prior).draws(DRAWS, rng)
-        listed = np.argwhere(posterior.reported(name) if posterior.marginals[name].name != "Categorical"
-                             else ~np.isnan(draws).all(axis=0))[:columns]  # NaN: observed cells of data
+        reported = posterior.reported(name)
+        if reported.ndim != draws.ndim - 1:  # a Categorical's or a chain's draws: codes, no probabilities axis
+            reported = ~np.isnan(draws).all(axis=0)  # NaN: observed cells of data
+        listed = np.argwhere(reported)[:columns]
         for ax, index in zip(row, listed):
             values = draws[(slice(None),) + tuple(index)]
             _histogram(ax, values, prior_draws[(slice(None),) + tuple(index)] if prior_draws is not None else None)

@@ -293,6 +293,9 @@ def _glm(f, state, spread=None):
     parameters at σ(η)."""
     m, v = margin(state, f.margin)
     v = v if spread is None else v + spread
+    if f.factor.dist.name == "Normal":  # a known precision τ under a GLM's rule (`@delta`): N(m, v + 1/τ)
+        tau = -f.likelihood.d2(f.y, f.n, m)  # its log-likelihood's curvature
+        return np.ones(1), stats.norm, (m[..., None], np.sqrt(v + 1.0 / tau)[..., None]), False
     eta, weights = margin_nodes(m, v, NODES)
     dist, link = f.factor.dist.name, f.args["p" if "p" in f.args else "rate"].func
     inverse = {"logistic": special.expit, "probit": special.ndtr, "exp": np.exp}[link]
