@@ -5,6 +5,8 @@ population-level q, and the exact posterior predictive density of a conjugate No
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -243,6 +245,22 @@ def test_a_block_posterior_folds_in_its_lognormal_precision_as_the_gamma_of_its_
     np.testing.assert_allclose(pred["y"]["mean"], x @ mean, atol=1e-10)
     np.testing.assert_allclose(pred["y"]["sd"], np.sqrt(np.einsum("nd,de,ne->n", x, cov, x) + (1 + v / m ** 2) / m),
                                rtol=1e-6)
+
+
+def test_a_block_over_locals_of_the_rows_themselves_predicts_a_new_row_at_the_population_level():
+    """eight_schools with `block (mu, theta)`: theta[j] is indexed by the rows themselves (no group
+    column), so every new row is a new school, and one with no y reads theta ~ N(mu, 1/τ): the
+    predictive is N(E[mu], Var(mu) + E[1/τ] + σ²), E[1/τ] = b/(a − 1). The block's spread
+    indexed the training groups of such rows, of which there are none: an IndexError (fuzz seed
+    5100441)."""
+    text = Path("models/eight_schools.vim").read_text() + "block (mu, theta)\n"
+    post = ppl.compile(text).infer("models/eight_schools.csv", seed=0)
+    pred = post.predict({"y": np.array([np.nan, 1.0]), "sigma": np.array([10.0, 5.0])})
+    q = post["tau"].family.params(post["tau"].natural)
+    assert pred["y"]["mean"][0] == pytest.approx(float(post["mu"].mean), abs=1e-9)
+    assert pred["y"]["sd"][0] == pytest.approx(np.sqrt(float(post["mu"].sd) ** 2 + q["rate"] / (q["shape"] - 1) + 100),
+                                               rel=1e-9)
+    assert np.isnan(pred["y"]["mean"][1])  # observed: not predicted
 
 
 def test_a_matrix_with_other_columns_is_a_located_error(logistic):

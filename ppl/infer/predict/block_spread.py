@@ -72,7 +72,7 @@ def _to_training(problem, block, part, seen, population: dict) -> list:
     name, index, coef = part
     if seen is None or not block.placements[name].local:
         return [part]
-    trained = np.asarray(seen)[index]
+    trained = np.asarray(seen)[index] if len(seen) else np.full(len(index), -1)  # no group column: all new
     new = trained < 0
     parts = [(name, np.maximum(trained, 0), np.where(new[:, None], 0.0, coef))]
     at_prior = new & np.isin(index, population.get(name, ()))
