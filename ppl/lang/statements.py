@@ -201,13 +201,20 @@ def _is_pd(rows) -> bool:
 
 
 def _check_dof(dist: Distribution, types: dict, args: dict) -> None:
-    """Wishart degrees of freedom must exceed the dimension minus one (when both are known)."""
+    """Wishart degrees of freedom must exceed the dimension minus one (when both are known; a
+    dimension the data set is checked when they are bound: `dof_error`)."""
     if dist.name != "Wishart" or types["dof"].fill is None or not types["scale"].shape:
         return
     dim = types["scale"].shape[-1]
     if isinstance(dim, int) and types["dof"].fill <= dim - 1:
-        raise ModelError("E258", f"Wishart's dof must be greater than the dimension minus one ({dim - 1}), "
-                         f"got `{ast.text(args['dof'])}`", span=args["dof"].span)
+        raise dof_error(dim, args["dof"])
+
+
+def dof_error(dim: int, expr: ast.Expr, value: float | None = None) -> ModelError:
+    """E258 at a Wishart's `dof` of at most D − 1 (`value`: what a constant named there is)."""
+    got = ast.text(expr) if value is None or isinstance(expr, ast.Number) else f"{ast.text(expr)}` = `{value:g}"
+    return ModelError("E258", f"Wishart's dof must be greater than the dimension minus one ({dim - 1}), got `{got}`",
+                      span=expr.span)
 
 
 def _index_dim(index: ast.Expr, plates):

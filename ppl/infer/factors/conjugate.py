@@ -22,6 +22,7 @@ from ppl.families.base import stack_last
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
 from ppl.lang import ast
+from ppl.lang.statements import dof_error
 
 
 class ConjugateFactor(FactorRuntime):
@@ -35,6 +36,8 @@ class ConjugateFactor(FactorRuntime):
         for role, expr in self.args.items():
             self.params[role] = self._param(role, expr, model)
         self.latent_params = {r: p for r, p in self.params.items() if p[0] == "read"}
+        if self.dist == "Wishart" and "dof" not in self.latent_params:  # D known now, from the data
+            check_dof(self.params["dof"][1], family.dim, self.args["dof"])
         if self.latent_params and self.dist not in _LATENT_PARAM:
             raise Unsupported(f"latent parameters of {self.dist} are not conjugate", factor.span)
         self.codes = None
@@ -237,3 +240,10 @@ _LATENT_PARAM = {
 
 # Parameters that belong to the family's structure (trials) rather than its natural parameters.
 _STRUCTURAL = {("Binomial", "trials"), ("Multinomial", "trials")}
+
+
+def check_dof(dof, dim: int, expr) -> None:
+    """A Wishart whose degrees of freedom are at most D − 1 has no density (E258, `dof_error`)."""
+    low = np.asarray(dof, dtype=float)
+    if np.any(low <= dim - 1):
+        raise dof_error(dim, expr, float(np.min(low)))

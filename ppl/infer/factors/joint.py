@@ -17,6 +17,7 @@ from ppl.diagnostics import ModelError
 from ppl.families.normal_wishart import LOG_2PI
 from ppl.infer.access import Unsupported
 from ppl.infer.factors.base import FactorRuntime
+from ppl.infer.factors.conjugate import check_dof
 from ppl.lang import ast
 
 
@@ -54,6 +55,7 @@ class JointPrior(FactorRuntime):
             dof, scale = 2.0 * p["shape"], 1.0 / (2.0 * p["rate"])
         else:
             dof, scale = p["dof"], p["scale"]
+            check_dof(dof, family.dim, partner_factor.args["dof"])
         mean = self.data(self.args["mean"])
         with np.errstate(over="ignore", invalid="ignore"):
             self.eta = family.natural(mean=mean, beta=beta, dof=dof, scale=scale)
