@@ -1,7 +1,8 @@
-"""A long fuzz run of `ppl check` and `ppl infer`: the end-to-end cases of tests/test_fuzz.py
-(documented models, mutated, with generated and perturbed data; tests/fuzz_inputs.py), for as
-many minutes as asked, counting outcomes and collecting every internal error (an exception
-that is not a PplError) with the seed that replays it.
+"""A long fuzz run of `ppl check`, `ppl infer` and the workflow on the posterior: the end-to-end
+cases of tests/test_fuzz.py (documented models, mutated, with generated and perturbed data, then
+the report, save and load, draws, predict and score, ArviZ and the plots of every case that fits;
+tests/fuzz_inputs.py), for as many minutes as asked, counting outcomes and collecting every
+internal error (an exception that is not a PplError) with the seed that replays it.
 
     python3 benchmarks/fuzz.py --minutes 30            # then writes docs/reliability.md § Fuzzing
     python3 benchmarks/fuzz.py --minutes 1 --no-write  # a quick look
@@ -59,7 +60,8 @@ def report(count: int, outcomes, crashes, elapsed: float, start: int, models: in
     lines = [TITLE, "",
              "Written by `python3 benchmarks/fuzz.py` (the long form of `tests/test_fuzz.py` part (d)):",
              f"{models} documented models, mutated, with generated and perturbed data, each through",
-             "`check` and three sweeps of `infer`, 10 s per case.", "",
+             "`check`, three sweeps of `infer`, then the report, save and load, draws, predict and score, "
+             "ArviZ and the plots of its posterior, 10 s per case.", "",
              f"Last run: {count} cases (seeds {start}..{start + count - 1}) in {elapsed / 60:.1f} minutes on "
              f"{_report.machine()}, shared with other jobs; **{outcomes['INTERNAL ERROR']} internal errors** "
              f"in {len(crashes)} distinct places.", "",

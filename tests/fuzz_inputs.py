@@ -7,6 +7,10 @@ levels as declared), then perturbed: an empty cell, `inf`, `nan`, 1e300, a negat
 category out of range, text in a numeric column, a single row. Everything comes from one seed,
 so a failure is replayed by its seed (`case(seed)`).
 
+After a fit that runs, the case goes on through the workflow a user runs on its posterior
+(`after_the_fit`): the report, save and load, draws, prediction and scores on the fitted rows,
+ArviZ, the plots.
+
 Used by tests/test_fuzz.py (a bounded run in CI) and benchmarks/fuzz.py (a long run).
 """
 
@@ -174,9 +178,11 @@ def _timeout(signum, frame):
     raise CaseTimeout
 
 
-def run_case(text: str, csv: str | None, folder: Path, sweeps: int = 3, seconds: float = 10.0) -> str:
-    """`check`, then `infer` for a few sweeps; the outcome's name ("ran", "data error E406",
-    "timeout", ...), or the exception that is not a PplError, raised."""
+def run_case(text: str, csv: str | None, folder: Path, sweeps: int = 3, seconds: float = 10.0,
+             plot: bool = True) -> str:
+    """`check`, then `infer` for a few sweeps, then `after_the_fit` (with the plots or not); the
+    outcome's name ("ran", "data error E406", "score: model error E352", "timeout", ...), or the
+    exception that is not a PplError, raised."""
     previous = signal.signal(signal.SIGALRM, _timeout)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -186,7 +192,7 @@ def run_case(text: str, csv: str | None, folder: Path, sweeps: int = 3, seconds:
         path = folder / "data.csv"
         path.write_text(csv, encoding="utf-8")
         model.check_report(path)
-        model.infer(path, seed=0, max_iter=sweeps)
+        return after_the_fit(model.infer(path, seed=0, max_iter=sweeps), path, folder, plot)
     except ppl.PplError as error:
         return f"{error.kind} {error.code}"
     except CaseTimeout:
@@ -194,4 +200,24 @@ def run_case(text: str, csv: str | None, folder: Path, sweeps: int = 3, seconds:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    return "ran"
+
+
+def after_the_fit(post, path: Path, folder: Path, plot: bool = True) -> str:
+    """Every step of the workflow on a posterior, each whatever the others raised: "ran", or the
+    first step's PplError as "step: kind code". The plots (a PNG) cost ten times the rest."""
+    saved = folder / "post.json"
+    steps = {"report": post.report, "save and load": lambda: (post.save(saved), ppl.Posterior.load(saved)),
+             "draws": lambda: post.draws(7, seed=1), "predict": lambda: post.predict(path),
+             "score": lambda: post.score(path), "arviz": lambda: post.to_arviz(draws=20, seed=1)}
+    if plot:
+        import matplotlib
+        import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        steps["plot"] = lambda: plt.close(post.plot(path=folder / "plot.png"))
+    outcome = "ran"
+    for name, step in steps.items():
+        try:
+            step()
+        except ppl.PplError as error:
+            outcome = f"{name}: {error.kind} {error.code}" if outcome == "ran" else outcome
+    return outcome

@@ -14,8 +14,9 @@ it is a crash, which the CLI reports as an internal error (exit 3).
 
 (d) end to end: the documentation's models, mutated (rules, constants, numbers), with data drawn
     from their declarations and perturbed (empty cells, inf, nan, 1e300, negative counts, text,
-    one row), through `check` and three sweeps of `infer` (tests/fuzz_inputs.py; a long run of
-    the same is benchmarks/fuzz.py).
+    one row), through `check`, three sweeps of `infer` and the workflow on the posterior (the
+    report, save and load, draws, predict and score, ArviZ; the plots of one case in ten)
+    (tests/fuzz_inputs.py; a long run of the same, with every case's plots, is benchmarks/fuzz.py).
 
 Every run is derandomized: CI explores the same examples each time.
 
@@ -261,7 +262,7 @@ def test_random_programs_raise_only_ppl_errors(seed):
     _compiles(random_program(seed))
 
 
-# ---- (d) end to end: check and infer on models with data -------------------------------
+# ---- (d) end to end: check, infer and the workflow on models with data ------------------
 
 MODELS = fuzz_inputs.corpus()
 
@@ -272,9 +273,10 @@ def test_corpus_holds_the_documented_models():
 
 @END_TO_END
 @given(seed=st.integers(0, 2**32 - 1))
-def test_check_and_infer_raise_only_ppl_errors(seed, tmp_path_factory):
+def test_check_infer_and_the_workflow_raise_only_ppl_errors(seed, tmp_path_factory):
+    """The plots of one case in ten: drawing a PNG costs ten times the rest of the workflow."""
     text, csv = fuzz_inputs.case(seed, MODELS)
-    fuzz_inputs.run_case(text, csv, tmp_path_factory.mktemp("case"))
+    fuzz_inputs.run_case(text, csv, tmp_path_factory.mktemp("case"), plot=seed % 10 == 0)
 
 
 # ---- crashes found by these tests, pinned -----------------------------------------------
