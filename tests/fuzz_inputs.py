@@ -192,7 +192,7 @@ def run_case(text: str, csv: str | None, folder: Path, sweeps: int = 3, seconds:
         path = folder / "data.csv"
         path.write_text(csv, encoding="utf-8")
         model.check_report(path)
-        return after_the_fit(model.infer(path, seed=0, max_iter=sweeps), path, folder, plot)
+        return after_the_fit(model, model.infer(path, seed=0, max_iter=sweeps), path, folder, plot)
     except ppl.PplError as error:
         return f"{error.kind} {error.code}"
     except CaseTimeout:
@@ -202,12 +202,14 @@ def run_case(text: str, csv: str | None, folder: Path, sweeps: int = 3, seconds:
         signal.signal(signal.SIGALRM, previous)
 
 
-def after_the_fit(post, path: Path, folder: Path, plot: bool = True) -> str:
+def after_the_fit(model, post, path: Path, folder: Path, plot: bool = True) -> str:
     """Every step of the workflow on a posterior, each whatever the others raised: "ran", or the
-    first step's PplError as "step: kind code". The plots (a PNG) cost ten times the rest."""
-    saved = folder / "post.json"
+    first step's PplError as "step: kind code". `predict` fills the response cells of every other
+    row of the data, emptied. The plots (a PNG) cost ten times the rest."""
+    saved, new = folder / "post.json", folder / "new.csv"
+    new.write_text(with_empty_responses(model, path.read_text(encoding="utf-8")), encoding="utf-8")
     steps = {"report": post.report, "save and load": lambda: (post.save(saved), ppl.Posterior.load(saved)),
-             "draws": lambda: post.draws(7, seed=1), "predict": lambda: post.predict(path),
+             "draws": lambda: post.draws(7, seed=1), "predict": lambda: post.predict(new),
              "score": lambda: post.score(path), "arviz": lambda: post.to_arviz(draws=20, seed=1)}
     if plot:
         import matplotlib
@@ -221,3 +223,24 @@ def after_the_fit(post, path: Path, folder: Path, plot: bool = True) -> str:
         except ppl.PplError as error:
             outcome = f"{name}: {error.kind} {error.code}" if outcome == "ran" else outcome
     return outcome
+
+
+def with_empty_responses(model, csv: str) -> str:
+    """`csv` with the response cells of every other row empty: the cells `predict` fills."""
+    from ppl.data.held_out import _response_columns
+    checked = model.checked
+    lines = csv.splitlines()
+    header = lines[0].split(",")
+    responses = set()
+    for name in checked.data:
+        if checked.factors_of(name):
+            try:
+                responses.update(_response_columns(checked.data[name], header, checked, "fuzz"))
+            except ppl.PplError:  # columns the file lacks: predict says so
+                continue
+    rows = [line.split(",") for line in lines[1:]]
+    for row in rows[1::2]:
+        for i, column in enumerate(header):
+            if column in responses and i < len(row):
+                row[i] = ""
+    return "\n".join([lines[0]] + [",".join(row) for row in rows]) + "\n"
