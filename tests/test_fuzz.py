@@ -459,3 +459,30 @@ def test_a_precision_that_no_cholesky_survives_is_held_in_data_space(tmp_path):
     np.testing.assert_allclose(post["w"].sd, np.sqrt(1 - x * x / (x @ x)), rtol=1e-6)
     draws = post["w"].draws(500, np.random.default_rng(0))
     assert np.all(np.isfinite(draws)) and np.abs(draws @ x).max() < 1e-6  # no spread along x
+
+
+@pytest.mark.parametrize("schedule", ["", "schedule svi(batch=100, passes=1)\n", "schedule svi(batch=1)\n"])
+def test_a_stochastic_schedule_whose_elbo_is_not_finite_stops_as_a_batch_run_does(tmp_path, schedule):
+    """Found by (d)'s workflow, seed 5300285: counts above their trials (y = 2 of n = 1) make a
+    Binomial's ELBO NaN. A batch run stops with E500 at the statement; under `svi` each step's
+    estimate went on as NaN, and the run ended "converged" at an ELBO of NaN, which saving
+    could not write. Every schedule now stops at the same place."""
+    model = ("data x: real[N]\ndata n: int[N]\ndata y: int[N]\na ~ Normal(0, 0.001)\nb ~ Normal(0, 0.001)\n"
+             "for i in 1..N {\n  p[i] = logistic(a + b * x[i])\n  y[i] ~ Binomial(n[i], p[i])\n}\n")
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(schedule + model).infer(_csv(tmp_path, "x,n,y\n3.7294,1,2\n2.6064,0,1\n"), seed=0, max_iter=3)
+    assert error.value.code == "E500" and error.value.span.line == 8 + schedule.count("\n")
+
+
+@pytest.mark.parametrize("minibatch", ["schedule cvi(minibatch=2, step=0.5)\n", "@cvi(minibatch=2)"])
+def test_a_minibatch_run_whose_exact_elbo_is_not_finite_stops_at_the_statement(tmp_path, minibatch):
+    """Found by (d)'s workflow, seed 5301825: minibatch steps whose ELBO estimates, on rows without
+    it, stayed finite while a covariate of 1e300 made the exact ELBO at the end NaN, and the run
+    returned it. It now stops with E500 at the statement, as a batch run does."""
+    schedule, rule = (minibatch, "") if minibatch.startswith("schedule") else ("", minibatch)
+    model = (f"{schedule}data X: real[N, D] from x1..x2\ndata y: bool[N]\nw ~ MvNormal(zeros(D), eye(D))\n"
+             f"y ~ Bernoulli(logistic(X @ w)) {rule}\n")
+    rows = "x1,x2,y\n" + "".join(f"{np.sin(i)},{1e300 if i == 5 else np.cos(i)},{i % 2}\n" for i in range(20))
+    with pytest.raises(ppl.ModelError) as error:
+        ppl.compile(model).infer(_csv(tmp_path, rows), seed=0, max_iter=3)
+    assert error.value.code == "E500" and error.value.span.line == 4 + bool(schedule)

@@ -166,10 +166,7 @@ class OnPartitions:
         return self.cluster.round(worker.change_task, _globals(self.state, self.plan)).change
 
     def not_finite(self, state) -> Exception:
-        bad = self.reply.bad
-        factor = next((f for f in self.problem.factors if f.name == bad), None)
-        return Unsupported(f"the ELBO is not finite{f' at `{bad}`' if bad else ''}: the model and data give a "
-                           "degenerate posterior", factor.factor.span if factor else None)
+        return self.problem.not_finite(bad=self.reply.bad)
 
     def finish(self, state, trace: list, trace_se: list, notes: list) -> tuple:
         """(the last ELBO, no terms: they are summed where the partitions are); the locals of the

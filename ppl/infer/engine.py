@@ -182,6 +182,8 @@ class InProcess:
         problem = self.problem
         _settle(problem, state)
         exact = trace[-1] if not any(trace_se) else problem.elbo(state)
+        if not math.isfinite(exact):  # estimates that stayed finite, an exact ELBO that is not
+            raise problem.not_finite(state)
         if any(trace_se):
             notes.append(f"the trace holds estimates of the ELBO, with standard errors (the last {trace[-1]:.6g} ± "
                          f"{trace_se[-1]:.2g}); the ELBO reported is computed once more at the end, on all the data")

@@ -156,6 +156,8 @@ class SVI:
             if block is not None:  # the assignments' terms at q(β), from the block's counts
                 local = block.bound_at_q(state, fused[1])
         value = self.estimate(problem, state, self.groups.groups / len(groups), block, local)
+        if not np.isfinite(value):  # as a batch sweep's: located at the first factor whose term is not
+            raise problem.not_finite(state)
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
         self.m_step(problem, state, seen / len(groups), step_size(self.spec, t),
                     draws if self.spec.name == "ssmf" else None, fused)
@@ -295,6 +297,8 @@ def run_svi(problem, options, rng, progress, start: float, source=None):
     else:
         state = svi.final_state()
         elbo = problem.elbo(state)
+        if not np.isfinite(elbo):  # the steps' estimates were finite, the ELBO on all the data is not
+            raise problem.not_finite(state)
     seconds = time.perf_counter() - start
     recent = np.asarray(trace[-window:])
     se = float(recent.std(ddof=1) / np.sqrt(len(recent))) if len(recent) > 1 else 0.0
