@@ -71,6 +71,21 @@ def test_a_saved_grid_posterior_loads_back_exactly(normal):
         assert np.array_equal(loaded["mu"].natural, live["mu"].natural)
 
 
+def test_a_grid_whose_nodes_list_their_variables_in_another_order_loads_back(tmp_path):
+    """A grid over alpha, the prior precision of w, drawn before tau: each node lists (w, tau),
+    the grid (alpha, tau, w). Loading compared the lists in order and refused the file it had
+    written (E801, fuzz seed 5300228)."""
+    model = ("data X: real[N, D] from x1..xD\ndata y: real[N]\nalpha ~ Gamma(1, 1) @grid\n"
+             "w ~ MvNormal(zeros(D), alpha * eye(D))\ntau ~ Gamma(1, 1)\ny ~ Normal(X @ w, tau)\n")
+    data = {"X": np.array([[-0.18], [-2.0], [-1.08], [-0.41], [0.56]]), "y": np.array([-0.5, -0.46, 1.19, -2.43, -1.0])}
+    post = ppl.compile(model).infer(data, seed=0)
+    assert list(post.marginals) != [n for n in post.nodes[0].marginals] + ["alpha"]  # the case: orders differ
+    post.save(tmp_path / "grid.json")
+    back = ppl.Posterior.load(tmp_path / "grid.json")
+    assert back.elbo == post.elbo
+    pd.testing.assert_frame_equal(back.summary(), post.summary(), check_exact=True)
+
+
 def test_loaded_draws_are_the_live_ones(normal):
     _, post, path = normal
     live, loaded = post.draws(500, seed=4), ppl.Posterior.load(path).draws(500, seed=4)

@@ -84,10 +84,11 @@ def _numbers(values) -> np.ndarray:
 
 
 def _agree(nodes: list, order: list, h: str, path) -> None:
-    """Every node has the variables of `order` but h, each of the first node's family and shape (E801)."""
+    """Every node has the variables of `order` but h, in any order (a node lists them as its own
+    fit does), each of the first node's family and shape (E801)."""
     wanted = [name for name in order if name != h]
     for j, node in enumerate(nodes):
-        if list(node.marginals) != wanted:
+        if sorted(node.marginals) != sorted(wanted):
             raise _disagree(path, f"`q.parts[{j}]` has variables {list(node.marginals)}, the grid's are {wanted}")
         for name, marginal in node.marginals.items():
             first = nodes[0].marginals[name]
