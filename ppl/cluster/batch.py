@@ -30,7 +30,6 @@ import numpy as np
 
 from ppl.cluster import worker
 from ppl.diagnostics import OptionError
-from ppl.infer.access import Unsupported
 from ppl.infer.accelerate import accelerator
 from ppl.infer.initialise import initialise
 from ppl.infer.schedule.plan import plan_for
@@ -166,7 +165,7 @@ class OnPartitions:
         return self.cluster.round(worker.change_task, _globals(self.state, self.plan)).change
 
     def not_finite(self, state) -> Exception:
-        return self.problem.not_finite(bad=self.reply.bad)
+        return self.problem.not_finite_at(self.reply.bad)
 
     def finish(self, state, trace: list, trace_se: list, notes: list) -> tuple:
         """(the last ELBO, no terms: they are summed where the partitions are); the locals of the

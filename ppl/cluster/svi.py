@@ -50,7 +50,7 @@ class ClusterSVI(SVI):
             unpin(state, names)
         value = global_terms(self.problem, state, self.plan, self.data)[0] + self.groups.groups / len(groups) * reply.elbo
         if not np.isfinite(value):  # as a batch sweep's (`SVI.step`)
-            raise self.problem.not_finite(bad=reply.bad)
+            raise self.problem.not_finite_at(reply.bad)
         seen = min(t * len(groups), self.groups.groups) if self.spec.ramp else self.groups.groups
         rho = step_size(self.spec, t)
         for k, wave in enumerate(self.waves):

@@ -141,11 +141,22 @@ class Problem:
             entropy = entropy + state.entropy(name)
         return value + entropy, float(np.sqrt(variance))
 
-    def not_finite(self, state=None, bad: str | None = None) -> Unsupported:
-        """The error for a sweep or step whose ELBO is not finite, at the first factor whose term is
-        not in `state`, or at the factor named `bad` (a cluster's partitions sum the terms)."""
-        factor = next((f for f in self.factors if not np.isfinite(f.elbo(state))), None) if state is not None \
-            else next((f for f in self.factors if f.name == bad), None)
+    def exact_elbo(self, state) -> float:
+        """`elbo`, or the located error when it is not finite (`not_finite`): the ELBO a run reports."""
+        value = self.elbo(state)
+        if not np.isfinite(value):
+            raise self.not_finite(state)
+        return value
+
+    def not_finite(self, state) -> Unsupported:
+        """The error for a sweep or step whose ELBO is not finite, at the first factor whose term is not."""
+        factor = next((f for f in self.factors if not np.isfinite(f.elbo(state))), None)
+        return self.not_finite_at(factor.name if factor is not None else None)
+
+    def not_finite_at(self, name: str | None) -> Unsupported:
+        """`not_finite` at the factor named `name` (None: at none): where a cluster's partitions,
+        which sum the terms, found the first that is not finite."""
+        factor = next((f for f in self.factors if f.name == name), None)
         where = f" at `{factor.name}`" if factor is not None else ""
         return Unsupported(f"the ELBO is not finite{where}: the model and data give a degenerate posterior "
                            "(an overflowing link, or values far outside the prior's scale)",

@@ -212,8 +212,8 @@ def _check_dof(dist: Distribution, types: dict, args: dict) -> None:
 
 def dof_error(dim: int, expr: ast.Expr, value: float | None = None) -> ModelError:
     """E258 at a Wishart's `dof` of at most D − 1 (`value`: what a constant named there is)."""
-    got = ast.text(expr) if value is None or isinstance(expr, ast.Number) else f"{ast.text(expr)}` = `{value:g}"
-    return ModelError("E258", f"Wishart's dof must be greater than the dimension minus one ({dim - 1}), got `{got}`",
+    got = f"`{ast.text(expr)}`" + ("" if value is None or isinstance(expr, ast.Number) else f" = `{value:g}`")
+    return ModelError("E258", f"Wishart's dof must be greater than the dimension minus one ({dim - 1}), got {got}",
                       span=expr.span)
 
 
